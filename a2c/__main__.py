@@ -1,0 +1,5 @@
+import sys
+
+from a2c.cli import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""What every generation backend accepts and returns.
+
+Stages build a list of requests for the whole dataset and hand it to one `Generator.generate` call,
+so backends can batch (transformers), schedule (vLLM) or fan out (HTTP) as they see fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt and its sampling parameters.
+
+    Exactly one of `prompt` (raw completion text) and `messages` (chat turns; the backend applies the
+    model's chat template) is set. `n` samples are drawn; sample i of a request is cached under its own
+    key, so n samples at temperature t are n cache entries, never one.
+    """
+
+    prompt: str | None = None
+    messages: tuple[Message, ...] | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    n: int = 1
+    logprobs: int | None = None  # number of top log-probabilities wanted per generated token
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("a GenerationRequest needs exactly one of prompt= or messages=")
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+
+
+@dataclass
+class Completion:
+    """One sample of a request."""
+
+    text: str
+    finish_reason: str | None = None
+    completion_tokens: int = 0
+    # per generated token: {token text: log-probability} for the top-k tokens, where the backend gives them
+    logprobs: list[dict[str, float]] | None = None
+
+
+@dataclass
+class Generation:
+    """All samples of one request, in sample-index order."""
+
+    request: GenerationRequest
+    completions: list[Completion]
+    prompt_tokens: int = 0
+    cached: list[bool] = field(default_factory=list)  # per sample: served from the request cache
+
+    @property
+    def text(self) -> str:
+        """The first sample's text: the common case of n = 1."""
+        return self.completions[0].text
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A text generator: a backend (`transformers`, `vllm`, `openai`) bound to one model."""
+
+    backend: str
+    model: str
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Answer every request, in order; one call per stage, batched by the backend."""
+        ...

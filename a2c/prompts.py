@@ -1,0 +1,132 @@
+"""Prompt templates: YAML files in `prompts/` (shipped inside the package) rendered to chat messages.
+
+A template file holds `fields` (the names a caller must supply), an optional `system` text, few-shot
+`examples` (user/assistant turns) and the final `user` turn. Placeholders are `{name}`; literal braces
+are doubled. Rendering to messages lets instruct models see their own chat template; `text()` flattens
+the same turns for completion-only endpoints.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from a2c.errors import A2CError
+from a2c.llm.base import Message
+
+PROMPTS_PACKAGE = "a2c.resources.prompts"
+
+
+class TemplateError(A2CError, ValueError):
+    """A template file that is missing, malformed, or rendered with the wrong fields."""
+
+
+def _placeholders(text: str, where: str, path: Path) -> set[str]:
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError as exc:
+        raise TemplateError(f"{path}: {where}: bad placeholder syntax ({exc})") from None
+    bad = {n for n in names if not n.isidentifier()}
+    if bad:
+        raise TemplateError(f"{path}: {where}: placeholders must be plain names, got {sorted(bad)}")
+    return names
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    name: str
+    path: Path
+    fields: tuple[str, ...]
+    system: str | None
+    examples: tuple[tuple[str, str], ...]
+    user: str
+
+    def messages(self, **values: object) -> tuple[Message, ...]:
+        """Render to chat turns; every declared field must be given, and nothing else."""
+        missing = [f for f in self.fields if f not in values]
+        if missing:
+            raise TemplateError(f"{self.path}: missing field(s) {missing} for template {self.name!r}")
+        extra = sorted(set(values) - set(self.fields))
+        if extra:
+            raise TemplateError(f"{self.path}: unknown field(s) {extra}; template {self.name!r} takes "
+                                f"{list(self.fields)}")
+        turns: list[Message] = []
+        if self.system:
+            turns.append(Message("system", self.system.format(**values)))
+        for user, assistant in self.examples:
+            turns.append(Message("user", user.format(**values)))
+            turns.append(Message("assistant", assistant.format(**values)))
+        turns.append(Message("user", self.user.format(**values)))
+        return tuple(turns)
+
+    def text(self, **values: object) -> str:
+        """The same turns as plain text, ending where the model's answer starts."""
+        return flatten(self.messages(**values))
+
+
+def flatten(messages: tuple[Message, ...]) -> str:
+    """Plain-text form of chat turns for completion endpoints and models without a chat template."""
+    labels = {"system": "", "user": "User: ", "assistant": "Assistant: "}
+    parts = [f"{labels[m.role]}{m.content.strip()}" for m in messages]
+    return "\n\n".join(parts) + "\n\nAssistant:"
+
+
+def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
+    """Read and validate one template file; errors name the file and the offending field."""
+    if not path.is_file():
+        raise TemplateError(f"prompt template not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise TemplateError(f"{path}: expected a mapping with 'fields' and 'user'")
+    unknown = sorted(set(data) - {"description", "fields", "system", "examples", "user"})
+    if unknown:
+        raise TemplateError(f"{path}: unknown key(s) {unknown}")
+    if not isinstance(data.get("user"), str) or not data["user"].strip():
+        raise TemplateError(f"{path}: missing field 'user' (the final user turn)")
+    fields = data.get("fields") or []
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise TemplateError(f"{path}: 'fields' must be a list of names")
+    system = data.get("system")
+    if system is not None and not isinstance(system, str):
+        raise TemplateError(f"{path}: 'system' must be text")
+    examples: list[tuple[str, str]] = []
+    for i, ex in enumerate(data.get("examples") or []):
+        if not isinstance(ex, dict) or not isinstance(ex.get("user"), str) \
+                or not isinstance(ex.get("assistant"), str):
+            raise TemplateError(f"{path}: examples[{i}] needs 'user' and 'assistant' texts")
+        examples.append((ex["user"], ex["assistant"]))
+
+    used = _placeholders(data["user"], "user", path)
+    if system:
+        used |= _placeholders(system, "system", path)
+    for i, (u, a) in enumerate(examples):
+        used |= _placeholders(u, f"examples[{i}].user", path)
+        used |= _placeholders(a, f"examples[{i}].assistant", path)
+    undeclared = sorted(used - set(fields))
+    if undeclared:
+        raise TemplateError(f"{path}: placeholder(s) {undeclared} not declared in 'fields'")
+    unused = sorted(set(fields) - used)
+    if unused:
+        raise TemplateError(f"{path}: field(s) {unused} declared but never used")
+    return PromptTemplate(name or path.stem, path, tuple(fields), system, tuple(examples), data["user"])
+
+
+@cache
+def load_template(name_or_path: str) -> PromptTemplate:
+    """A shipped template by name (`"rank"`) or any template file by path (`"my/rank.yaml"`)."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in {".yaml", ".yml"}:
+        return parse_template(candidate)
+    shipped = Path(str(resources.files(PROMPTS_PACKAGE).joinpath(f"{name_or_path}.yaml")))
+    if not shipped.is_file():
+        available = sorted(p.stem for p in shipped.parent.glob("*.yaml"))
+        raise TemplateError(f"no shipped prompt template {name_or_path!r}; available: {available}")
+    return parse_template(shipped, name_or_path)

@@ -1,0 +1,7 @@
+"""Dataset errors are user-facing: they name the file, row or source that failed."""
+
+from a2c.errors import A2CError
+
+
+class DatasetError(A2CError, ValueError):
+    """A dataset that cannot be found, read or parsed."""

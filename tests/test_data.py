@@ -1,0 +1,72 @@
+"""Dataset loaders: the real TruthfulQA CSV, the hub-row path, the built-in quickstart set, bad input."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from a2c.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
+from a2c.registry import UnknownNameError
+
+# the benchmark is not committed: tests read it from the shared data folder next to the repository
+TRUTHFULQA_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
+
+
+def test_truthfulqa_csv_has_817_records_with_best_answer_among_correct():
+    records = load_truthfulqa_csv(TRUTHFULQA_CSV)
+    assert len(records) == 817
+    assert len({r.id for r in records}) == 817
+    for r in records:
+        assert r.best_answer in r.correct
+        assert r.incorrect and r.question.strip() == r.question
+    first = records[0]
+    assert first.question == "What happens to you if you eat watermelon seeds?"
+    assert "You grow watermelons in your stomach" in first.incorrect
+
+
+def test_hub_rows_give_the_same_records_as_the_csv():
+    # the hub config `generation` carries lists where the CSV has `;`-joined cells
+    with TRUTHFULQA_CSV.open(newline="", encoding="utf-8") as handle:
+        rows = [{"type": r["Type"], "category": r["Category"], "question": r["Question"],
+                 "best_answer": r["Best Answer"],
+                 "correct_answers": [a.strip() for a in r["Correct Answers"].split(";")],
+                 "incorrect_answers": [a.strip() for a in r["Incorrect Answers"].split(";")],
+                 "source": r["Source"]} for r in csv.DictReader(handle)]
+    assert records_from_hf_rows(rows) == load_truthfulqa_csv(TRUTHFULQA_CSV)
+
+
+def test_limit_takes_the_first_records():
+    assert [r.id for r in load_records("truthfulqa", TRUTHFULQA_CSV, limit=3)] == [
+        "truthfulqa-0", "truthfulqa-1", "truthfulqa-2"]
+
+
+def test_quickstart_set_is_complete_and_distinct():
+    records = load_quickstart()
+    assert 10 <= len(records) <= 20
+    assert len({r.question for r in records}) == len(records)
+    for r in records:
+        assert r.correct[0] == r.best_answer
+        assert not set(r.correct) & set(r.incorrect)
+    assert load_records("quickstart", limit=2) == records[:2]
+
+
+def test_bad_inputs_raise_clear_errors(tmp_path):
+    with pytest.raises(DatasetError, match="not found"):
+        load_truthfulqa_csv(tmp_path / "missing.csv")
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("a,b\n1,2\n")
+    with pytest.raises(DatasetError, match="missing column"):
+        load_truthfulqa_csv(wrong)
+    empty_refs = tmp_path / "empty.csv"
+    empty_refs.write_text("Type,Category,Question,Best Answer,Correct Answers,Incorrect Answers\n"
+                          "A,B,Why?,Because,Because,\n")
+    with pytest.raises(DatasetError, match="row 2"):
+        load_truthfulqa_csv(empty_refs)
+    with pytest.raises(UnknownNameError, match="truthfulqa"):
+        load_records("truthfulq")
+    with pytest.raises(DatasetError, match="limit"):
+        load_records("quickstart", limit=0)
+    with pytest.raises(DatasetError, match="no path"):
+        load_records("quickstart", path=wrong)

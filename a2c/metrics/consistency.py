@@ -1,0 +1,90 @@
+"""Consistency of one output set: Cons_lex, Cons_sem, semantic clusters and their entropy (SPEC §3).
+
+Sets with fewer than two outputs have no pairs, so every set metric returns `None` for them; dataset-level
+code aggregates with `mean_defined`, which skips and counts those `None`s, so no NaN reaches a report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from a2c.text import normalize
+
+
+def cons_lex(outputs: Sequence[str]) -> float | None:
+    """Share of ordered pairs (i ≠ j) whose normalised texts are equal; `None` below two outputs."""
+    n = len(outputs)
+    if n < 2:
+        return None
+    # counting equal pairs per distinct text is O(n) instead of the O(n²) pair loop
+    same_pairs = sum(k * (k - 1) for k in Counter(normalize(o) for o in outputs).values())
+    return same_pairs / (n * (n - 1))
+
+
+def _square(matrix: object, name: str) -> np.ndarray:
+    arr = np.asarray(matrix)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be a square n×n matrix, got shape {arr.shape}")
+    return arr
+
+
+def cons_sem(matrix: object) -> float | None:
+    """Mean off-diagonal entry of an n×n agreement matrix (both directions count); `None` below n = 2."""
+    arr = _square(matrix, "agreement matrix").astype(float)
+    n = arr.shape[0]
+    if n < 2:
+        return None
+    if not np.isfinite(arr).all():
+        raise ValueError("agreement matrix contains NaN or infinite scores")
+    return float((arr.sum() - np.trace(arr)) / (n * (n - 1)))
+
+
+def semantic_clusters(equivalent: object) -> list[int]:
+    """Cluster id per output; ids count up in order of first appearance.
+
+    Two outputs are equivalent only when the decision holds in both directions. Each output is compared
+    with the *representative* (first member) of every existing cluster in order and joins the first match
+    — then stops, so it lands in exactly one cluster (the peer bug kept looping and joined several). We do
+    not take connected components: with a lenient judge, chains like "yes" ~ "probably yes" ~ "probably
+    no" would merge answers that are not equivalent to each other.
+    """
+    arr = _square(equivalent, "equivalence matrix").astype(bool)
+    both = arr & arr.T
+    representatives: list[int] = []
+    ids: list[int] = []
+    for i in range(arr.shape[0]):
+        for cluster, rep in enumerate(representatives):
+            if both[i, rep]:
+                ids.append(cluster)
+                break
+        else:
+            ids.append(len(representatives))
+            representatives.append(i)
+    return ids
+
+
+def semantic_entropy(cluster_ids: Sequence[int]) -> float | None:
+    """Entropy in bits of the cluster sizes: 0 = one meaning, log2(n) = all different; `None` below n = 2."""
+    n = len(cluster_ids)
+    if n < 2:
+        return None
+    entropy = -sum((k / n) * math.log2(k / n) for k in Counter(cluster_ids).values())
+    return entropy + 0.0  # turn -0.0 into 0.0 for a single cluster
+
+
+def mean_defined(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """Mean over the defined values and how many `None`s were skipped; `(None, k)` if nothing is defined."""
+    defined: list[float] = []
+    skipped = 0
+    for value in values:
+        if value is None:
+            skipped += 1
+        elif math.isnan(value):
+            raise ValueError("NaN among metric values: undefined items must be None, not NaN")
+        else:
+            defined.append(float(value))
+    return (math.fsum(defined) / len(defined) if defined else None), skipped

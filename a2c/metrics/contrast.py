@@ -1,0 +1,231 @@
+"""Relative consistency (RC) for contrast sets (SPEC §6): exact integers, one final division.
+
+n bundles of b instances, a correct instances, c fully-correct bundles. Under the null model every set of
+a correct instances is equally likely; `m(c, a)` counts those giving consistency c, `M(a) = C(nb, a)` all
+of them, and `RC(c, a) = μ(c, a) / M(a)` with `μ` the cumulative count up to c.
+
+Speed: for b = 2 the terms form a hypergeometric series, `m(c+1, a) / m(c, a) = p(c) / q(c)` with
+`p(c) = (a−2c)(a−2c−1)` and `q(c) = 4(c+1)(n−a+c+1)`. The partial sum is evaluated by binary splitting
+(balanced products of small integers, so Karatsuba does the heavy lifting) as an exact fraction
+`first_term · T / Q`, summing from whichever end of the achievable range is closer to c. No intermediate
+division is performed: the only one is the final, correctly rounded `int / int`.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import defaultdict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from a2c.errors import A2CError
+
+
+class InvalidCountsError(A2CError, ValueError):
+    """An impossible (n, a, c, b) combination; the message names the violated bound."""
+
+
+@dataclass(frozen=True)
+class ContrastCounts:
+    """One model's result on a contrast set: bundles, correct instances, fully-correct bundles."""
+
+    n_bundles: int
+    n_correct: int
+    n_consistent: int
+    bundle_size: int = 2
+
+
+def _count(value: object, name: str) -> int:
+    if isinstance(value, bool):
+        raise InvalidCountsError(f"{name} must be an integer count, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidCountsError(f"{name} must be an integer count, got {value!r}") from None
+    if number < 0:
+        raise InvalidCountsError(f"{name}={number} is negative")
+    return number
+
+
+def consistency_bounds(n_bundles: int, n_correct: int, bundle_size: int = 2) -> tuple[int, int]:
+    """`(c_min, c_max)`: the consistencies achievable with accuracy `n_correct`."""
+    n = _count(n_bundles, "n_bundles")
+    a = _count(n_correct, "n_correct")
+    b = _count(bundle_size, "bundle_size")
+    if n < 1:
+        raise InvalidCountsError("n_bundles=0: a contrast set needs at least one bundle")
+    if b < 2:
+        raise InvalidCountsError(f"bundle_size={b} is below 2: a bundle holds an instance and its contrast")
+    if a > n * b:
+        raise InvalidCountsError(f"n_correct={a} exceeds n_bundles*bundle_size={n * b}")
+    return max(0, a - n * (b - 1)), a // b
+
+
+def _checked(
+    n_bundles: int, n_correct: int, n_consistent: int, bundle_size: int
+) -> tuple[int, int, int, int]:
+    c_min, c_max = consistency_bounds(n_bundles, n_correct, bundle_size)
+    c = _count(n_consistent, "n_consistent")
+    if c < c_min:
+        raise InvalidCountsError(
+            f"n_consistent={c} is below c_min={c_min}: with n_correct={n_correct} at least "
+            f"n_correct - n_bundles*(bundle_size-1) bundles are fully correct"
+        )
+    if c > c_max:
+        raise InvalidCountsError(
+            f"n_consistent={c} exceeds c_max={c_max} = floor(n_correct/bundle_size) "
+            f"for n_correct={n_correct}, bundle_size={bundle_size}"
+        )
+    return int(n_bundles), int(n_correct), c, int(bundle_size)
+
+
+def _no_full_row(rows: int, b: int, k: int) -> int:
+    """G(m, b, k): ways to pick k cells of an m×b grid leaving no row full (inclusion–exclusion)."""
+    return sum(
+        (-1) ** r * math.comb(rows, r) * math.comb((rows - r) * b, k - r * b)
+        for r in range(min(rows, k // b) + 1)
+    )
+
+
+def _mass(n: int, a: int, c: int, b: int) -> int:
+    """m(c, a): correctness patterns with exactly c fully-correct bundles."""
+    if b == 2:
+        return math.comb(n, c) * math.comb(n - c, a - 2 * c) << (a - 2 * c)
+    return math.comb(n, c) * _no_full_row(n - c, b, a - c * b)
+
+
+def _split(n: int, a: int, lo: int, hi: int) -> tuple[int, int, int]:
+    """Binary splitting over c in [lo, hi): (P, Q, T) with Σ_k Π_{l<k} p(l)/q(l) = T/Q."""
+    if hi - lo == 1:
+        k = a - 2 * lo
+        q = 4 * (lo + 1) * (n - a + lo + 1)
+        return k * (k - 1), q, q
+    mid = (lo + hi) // 2
+    p1, q1, t1 = _split(n, a, lo, mid)
+    p2, q2, t2 = _split(n, a, mid, hi)
+    return p1 * p2, q1 * q2, t1 * q2 + p1 * t2
+
+
+def _range_mass(n: int, a: int, lo: int, hi: int, b: int) -> tuple[int, int]:
+    """Σ_{lo ≤ c ≤ hi} m(c, a) as an exact fraction (num, den); the caller does the one division."""
+    if hi < lo:
+        return 0, 1
+    if b == 2:
+        _, q, t = _split(n, a, lo, hi + 1)
+        return _mass(n, a, lo, 2) * t, q
+    return sum(_mass(n, a, ci, b) for ci in range(lo, hi + 1)), 1
+
+
+def _cumulative(n: int, a: int, c: int, b: int) -> tuple[int, int, int]:
+    """(num, den, M) with μ(c, a) = num/den exactly and M = M(a); sums the shorter side of the range."""
+    c_min, c_max = consistency_bounds(n, a, b)
+    total = math.comb(n * b, a)
+    if c - c_min <= c_max - c:
+        num, den = _range_mass(n, a, c_min, c, b)
+        return num, den, total
+    tail_num, den = _range_mass(n, a, c + 1, c_max, b)
+    return total * den - tail_num, den, total
+
+
+def cumulative_mass(n_bundles: int, n_correct: int, n_consistent: int, bundle_size: int = 2) -> int:
+    """μ(c, a) as an exact integer: patterns with accuracy a and consistency at most c."""
+    n, a, c, b = _checked(n_bundles, n_correct, n_consistent, bundle_size)
+    num, den, _ = _cumulative(n, a, c, b)
+    mu, rest = divmod(num, den)
+    assert rest == 0, "μ(c, a) must be an integer"
+    return mu
+
+
+def relative_consistency(n_bundles: int, n_correct: int, n_consistent: int, bundle_size: int = 2) -> float:
+    """RC(c, a) = μ(c, a) / M(a), correctly rounded from exact integers.
+
+    Raises `InvalidCountsError` (a `ValueError`) naming the bound when c lies outside [c_min, c_max],
+    a count is negative or a > nb.
+    """
+    n, a, c, b = _checked(n_bundles, n_correct, n_consistent, bundle_size)
+    num, den, total = _cumulative(n, a, c, b)
+    return num / (den * total)
+
+
+def relative_consistency_difference(first: ContrastCounts, second: ContrastCounts) -> float:
+    """RC(first) − RC(second) as (μ1·M2 − μ2·M1) / (M1·M2): one division, so tiny gaps in the tail survive."""
+    n1, a1, c1, b1 = _checked(first.n_bundles, first.n_correct, first.n_consistent, first.bundle_size)
+    n2, a2, c2, b2 = _checked(second.n_bundles, second.n_correct, second.n_consistent, second.bundle_size)
+    num1, den1, total1 = _cumulative(n1, a1, c1, b1)
+    num2, den2, total2 = _cumulative(n2, a2, c2, b2)
+    return (num1 * den2 * total2 - num2 * den1 * total1) / (den1 * total1 * den2 * total2)
+
+
+def consistency_distribution(n_bundles: int, n_correct: int, bundle_size: int = 2) -> dict[int, Fraction]:
+    """Exact P(c | a) for every achievable c, in increasing c (the columns of the RC heatmap)."""
+    c_min, c_max = consistency_bounds(n_bundles, n_correct, bundle_size)
+    n, a, b = int(n_bundles), int(n_correct), int(bundle_size)
+    total = math.comb(n * b, a)
+    masses: dict[int, int] = {}
+    if b == 2:
+        term = _mass(n, a, c_min, 2)
+        for c in range(c_min, c_max + 1):
+            masses[c] = term
+            k = a - 2 * c
+            term = term * k * (k - 1) // (4 * (c + 1) * (n - a + c + 1))  # exact: the next m(c+1, a)
+    else:
+        masses = {c: _mass(n, a, c, b) for c in range(c_min, c_max + 1)}
+    return {c: Fraction(m, total) for c, m in masses.items()}
+
+
+@dataclass(frozen=True)
+class ContrastSetScores:
+    """Counts and scores of one contrast-set evaluation.
+
+    `relative_consistency` and `bundle_size` are `None` when bundles differ in size (see
+    `contrast_set_scores`).
+    """
+
+    n_bundles: int
+    n_instances: int
+    n_correct: int
+    n_consistent: int
+    accuracy: float
+    consistency: float
+    bundle_size: int | None
+    relative_consistency: float | None
+
+
+def contrast_set_scores(
+    predictions: Sequence[Hashable], labels: Sequence[Hashable], bundle_ids: Sequence[Hashable]
+) -> ContrastSetScores:
+    """Derive a, c, accuracy, consistency and RC from raw predictions.
+
+    Accuracy is over instances and consistency over bundles for any bundle sizes. RC is only computed
+    when every bundle has the same size b ≥ 2: its null model counts patterns on an n×b grid, and padding,
+    truncating or dropping bundles to force a common size would change a and c themselves, so for mixed
+    sizes RC is reported as `None` rather than as a number with a different meaning.
+    """
+    if not (len(predictions) == len(labels) == len(bundle_ids)):
+        raise ValueError(
+            f"predictions ({len(predictions)}), labels ({len(labels)}) and bundle_ids ({len(bundle_ids)}) "
+            "must have the same length"
+        )
+    if not predictions:
+        raise ValueError("contrast_set_scores needs at least one instance")
+    bundles: dict[Hashable, list[bool]] = defaultdict(list)
+    for pred, label, bundle in zip(predictions, labels, bundle_ids, strict=True):
+        bundles[bundle].append(pred == label)
+    n = len(bundles)
+    a = sum(sum(marks) for marks in bundles.values())
+    c = sum(all(marks) for marks in bundles.values())
+    sizes = {len(marks) for marks in bundles.values()}
+    size = sizes.pop() if len(sizes) == 1 else None
+    rc = relative_consistency(n, a, c, size) if size is not None and size >= 2 else None
+    return ContrastSetScores(
+        n_bundles=n,
+        n_instances=len(predictions),
+        n_correct=a,
+        n_consistent=c,
+        accuracy=a / len(predictions),
+        consistency=c / n,
+        bundle_size=size if rc is not None else None,
+        relative_consistency=rc,
+    )

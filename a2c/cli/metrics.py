@@ -1,0 +1,96 @@
+"""`a2c metrics …`: relative consistency of a contrast-set result and its heatmap (paper 000, Figure 1)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from a2c.errors import A2CError
+from a2c.metrics.contrast import consistency_bounds, consistency_distribution, relative_consistency
+
+# the heatmap holds (nb + 1) × (n + 1) cells of exact fractions; beyond this it gets slow and unreadable
+MAX_PLOT_BUNDLES = 1000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("metrics", help="compute metrics from counts (no models involved)")
+    sub = group.add_subparsers(dest="metrics_command", required=True, metavar="METRIC")
+
+    rc = sub.add_parser("rc", help="relative consistency of a contrast-set result (exact)")
+    rc.add_argument("--bundles", type=int, required=True, help="number of bundles n")
+    rc.add_argument("--correct", type=int, required=True, help="correct instances a (0..n·b)")
+    rc.add_argument("--consistent", type=int, required=True, help="bundles with every instance correct c")
+    rc.add_argument("--bundle-size", type=int, default=2, help="instances per bundle b (default 2)")
+    rc.set_defaults(handler=_rc)
+
+    plot = sub.add_parser("rc-plot", help="heatmap of P(consistency | accuracy) and its CDF (RC)")
+    plot.add_argument("--bundles", type=int, default=100, help="number of bundles n (default 100)")
+    plot.add_argument("--bundle-size", type=int, default=2, help="instances per bundle b (default 2)")
+    plot.add_argument("--out", type=Path, required=True, help="image file to write (.png, .pdf, .svg)")
+    plot.set_defaults(handler=_rc_plot)
+
+
+def _rc(args: argparse.Namespace) -> int:
+    n, a, c, b = args.bundles, args.correct, args.consistent, args.bundle_size
+    rc = relative_consistency(n, a, c, b)
+    c_min, c_max = consistency_bounds(n, a, b)
+    print(f"RC = {rc:.6f} ({rc:.2%})")
+    print(f"accuracy {a}/{n * b} = {a / (n * b):.2%}, consistency {c}/{n} = {c / n:.2%}")
+    print(f"achievable consistency at this accuracy: c_min = {c_min}, c_max = {c_max}")
+    return 0
+
+
+def rc_grids(n_bundles: int, bundle_size: int) -> tuple[list[list[float]], list[list[float]]]:
+    """P(c | a) and RC(c, a) as [c][a] grids; unachievable cells are NaN so the plot leaves them blank."""
+    rows = n_bundles + 1
+    cols = n_bundles * bundle_size + 1
+    prob = [[math.nan] * cols for _ in range(rows)]
+    cdf = [[math.nan] * cols for _ in range(rows)]
+    for a in range(cols):
+        running = 0
+        for c, p in consistency_distribution(n_bundles, a, bundle_size).items():
+            running += p
+            prob[c][a] = float(p)
+            cdf[c][a] = float(running)
+    return prob, cdf
+
+
+def _rc_plot(args: argparse.Namespace) -> int:
+    n, b = args.bundles, args.bundle_size
+    if not 1 <= n <= MAX_PLOT_BUNDLES:
+        raise A2CError(f"--bundles={n} is outside 1..{MAX_PLOT_BUNDLES} for the plot")
+    consistency_bounds(n, 0, b)  # validates the bundle size with a one-line error
+    prob, cdf = rc_grids(n, b)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import Normalize, PowerNorm
+
+    extent = (-50 / (n * b), 100 + 50 / (n * b), -50 / n, 100 + 50 / n)  # cell centres at the percentages
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
+    # a square-root colour scale keeps the thin high-density band visible next to the P = 1 corners
+    panels = [
+        (prob, "P(consistency | accuracy), square-root colour scale", "viridis", PowerNorm(0.5, 0.0, 1.0)),
+        (cdf, "relative consistency RC = CDF over consistency", "magma", Normalize(0.0, 1.0)),
+    ]
+    for ax, (grid, title, cmap, norm) in zip(axes, panels, strict=True):
+        image = ax.imshow(
+            grid, origin="lower", aspect="auto", extent=extent, cmap=cmap, norm=norm, interpolation="nearest"
+        )
+        fig.colorbar(image, ax=ax)
+        ax.set_title(title)
+        ax.set_xlabel("accuracy (% of instances correct)")
+        ax.set_ylabel("consistency (% of bundles fully correct)")
+    fig.suptitle(f"{n} bundles of {b} instances: consistency achievable at each accuracy")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fig.savefig(args.out, dpi=120)
+    except (OSError, ValueError) as exc:
+        raise A2CError(f"cannot write the plot to {args.out}: {exc}") from exc
+    finally:
+        plt.close(fig)
+    print(f"wrote {args.out}")
+    return 0

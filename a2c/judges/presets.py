@@ -1,0 +1,123 @@
+"""Judge presets: YAML lists of judges with their options, shipped in `judges/` or given by path.
+
+A preset file looks like
+
+    description: ...
+    judges:
+      - name: embedding
+      - name: entail
+        model: microsoft/deberta-v2-xxlarge-mnli
+        batch_size: 16
+
+Names and options are checked when the file loads (did-you-mean for names, the judge's own keyword
+arguments for options), so a typo fails before any model loads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from a2c.errors import A2CError
+from a2c.judges.base import JUDGES, Judge
+from a2c.llm.base import Generator
+
+PRESETS_PACKAGE = "a2c.resources.judges"
+
+
+class PresetError(A2CError, ValueError):
+    """A preset that is missing or malformed, or names an unknown judge or option."""
+
+
+def _options_of(name: str) -> set[str]:
+    """Keyword options of a judge class, following `**options` pass-through up to its base classes."""
+    names: set[str] = set()
+    for cls in JUDGES.get(name).__mro__:
+        if "__init__" in vars(cls):
+            names |= {p.name for p in inspect.signature(cls.__init__).parameters.values()
+                      if p.kind is p.KEYWORD_ONLY}
+    return names
+
+
+def build_judge(name: str, **options: Any) -> Judge:
+    """A judge by registry name; `llm` takes `generator=` (a `Generator`, or `GeneratorConfig` fields)."""
+    factory = JUDGES.get(name)
+    unknown = sorted(set(options) - _options_of(name))
+    if unknown:
+        raise PresetError(f"judge {name!r} has no option(s) {unknown}; it takes {sorted(_options_of(name))}")
+    generator = options.get("generator")
+    if isinstance(generator, dict):
+        from a2c.llm import GeneratorConfig, build_generator
+
+        options["generator"] = build_generator(GeneratorConfig(**generator))
+    return factory(**options)
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, generator: Generator | None = None) -> Judge:
+        options = dict(self.options)
+        if self.name == "llm" and generator is not None:
+            options.setdefault("generator", generator)  # the run's generator unless the preset names one
+        return build_judge(self.name, **options)
+
+
+@dataclass(frozen=True)
+class JudgePreset:
+    name: str
+    description: str
+    judges: tuple[JudgeSpec, ...]
+
+    def build(self, generator: Generator | None = None) -> list[Judge]:
+        return [spec.build(generator) for spec in self.judges]
+
+
+def parse_preset(path: Path, name: str | None = None) -> JudgePreset:
+    if not path.is_file():
+        raise PresetError(f"judge preset not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PresetError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("judges"), list) or not data["judges"]:
+        raise PresetError(f"{path}: expected a mapping with a non-empty 'judges' list")
+    unknown = sorted(set(data) - {"description", "judges"})
+    if unknown:
+        raise PresetError(f"{path}: unknown key(s) {unknown}")
+    specs = []
+    for i, entry in enumerate(data["judges"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise PresetError(f"{path}: judges[{i}] needs a 'name'")
+        options = {k: v for k, v in entry.items() if k != "name"}
+        try:
+            allowed = _options_of(entry["name"])
+        except A2CError as exc:
+            raise PresetError(f"{path}: judges[{i}]: {exc}") from None
+        bad = sorted(set(options) - allowed)
+        if bad:
+            raise PresetError(f"{path}: judges[{i}] ({entry['name']}): unknown option(s) {bad}; "
+                              f"allowed: {sorted(allowed)}")
+        specs.append(JudgeSpec(entry["name"], options))
+    return JudgePreset(name or path.stem, str(data.get("description", "")).strip(), tuple(specs))
+
+
+@cache
+def load_preset(name_or_path: str) -> JudgePreset:
+    """A shipped preset by name (`"offline"`, `"paper"`) or any preset file by path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in {".yaml", ".yml"}:
+        return parse_preset(candidate)
+    shipped = Path(str(resources.files(PRESETS_PACKAGE).joinpath(f"{name_or_path}.yaml")))
+    if not shipped.is_file():
+        available = sorted(p.stem for p in shipped.parent.glob("*.yaml"))
+        raise PresetError(f"no shipped judge preset {name_or_path!r}; available: {available}")
+    return parse_preset(shipped, name_or_path)

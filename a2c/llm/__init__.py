@@ -1,0 +1,45 @@
+"""Text generation behind one `Generator` protocol, with every sample going through the request cache.
+
+`build_generator(GeneratorConfig(...))` returns a `CachedGenerator`; the backend it wraps is chosen by
+name from `BACKENDS` (transformers, vllm, openai). Generators are built once per process and config.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from a2c.cache import open_cache
+from a2c.llm.backends import BACKENDS
+from a2c.llm.base import Completion, Generation, GenerationRequest, Generator, Message
+from a2c.llm.config import GeneratorConfig
+from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.llm.sampling import CachedGenerator, GenerationStats
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_MODEL",
+    "CachedGenerator",
+    "Completion",
+    "Generation",
+    "GenerationRequest",
+    "GenerationStats",
+    "Generator",
+    "GeneratorConfig",
+    "Message",
+    "build_generator",
+]
+
+
+@lru_cache(maxsize=16)
+def _build(config: GeneratorConfig) -> CachedGenerator:
+    impl = BACKENDS.get(config.backend)(config)
+    return CachedGenerator(impl, open_cache(config.cache))
+
+
+def build_generator(config: GeneratorConfig | None = None, **overrides: object) -> CachedGenerator:
+    """The generator for a config (fields may be given as keywords); one instance per process and config."""
+    if config is None:
+        config = GeneratorConfig(**overrides)  # type: ignore[arg-type]
+    elif overrides:
+        config = config.model_copy(update=overrides)
+    return _build(config)

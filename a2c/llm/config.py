@@ -1,0 +1,50 @@
+"""Typed configuration of a generator: which backend, which model, how to reach and pace it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from a2c.cache import DEFAULT_CACHE_PATH
+from a2c.llm.embedded import DEFAULT_MODEL
+
+
+class GeneratorConfig(BaseModel):
+    """One generator. `cache: null` turns the request cache off (what `--no-cache` does)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["transformers", "vllm", "openai"] = "transformers"
+    model: str = DEFAULT_MODEL
+    cache: Path | None = DEFAULT_CACHE_PATH
+    batch_size: int = Field(32, ge=1, description="prompts per batch (transformers, vllm)")
+    # openai backend
+    base_urls: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
+    api_key_env: str = "OPENAI_API_KEY"
+    endpoint: Literal["chat", "completions"] = "chat"
+    timeout: float = Field(120.0, gt=0, description="seconds per HTTP request")
+    max_concurrency: int = Field(8, ge=1)
+    max_retries: int = Field(5, ge=0, description="retries after the first try (429, 5xx, connection)")
+    retry_wait: float = Field(1.0, gt=0, description="first backoff wait in seconds; doubles each retry")
+    # in-process backends
+    device: str = "cpu"
+    seed: int = Field(0, description="engine seed for vllm (per-request seeds crash its CPU build)")
+    max_model_len: int = Field(2048, ge=64)
+    vllm_kv_cache_gb: int = Field(1, ge=1)
+
+    @field_validator("base_urls", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("base_urls needs at least one URL")
+        bad = [u for u in value if not u.startswith(("http://", "https://"))]
+        if bad:
+            raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
+        return tuple(u.rstrip("/") for u in value)

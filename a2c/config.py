@@ -1,0 +1,255 @@
+"""Experiment configs: YAML validated by pydantic, with errors that name the key and the file line.
+
+Unknown keys are errors (a typo must not silently fall back to a default). Names of datasets, judges and
+paraphrase techniques are checked against their registries, so a bad name fails before any model loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from a2c.errors import A2CError
+from a2c.llm import GeneratorConfig
+from a2c.registry import Registry, UnknownNameError
+
+
+class ConfigError(A2CError, ValueError):
+    """A config file that is missing, not YAML, or does not validate."""
+
+
+def _registered(registry: Registry[Any], name: str) -> str:
+    """Registry lookup as a validation error, so the message gets the key and the file line."""
+    try:
+        registry.get(name)
+    except UnknownNameError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetConfig(_Strict):
+    name: str = "quickstart"
+    # a local file (TruthfulQA CSV), relative to the working directory; None = built in / the hub
+    path: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from a2c.data import DATASETS
+
+        return _registered(DATASETS, name)
+
+
+class TechniqueConfig(_Strict):
+    """A paraphrasing technique written out in the config (instead of a built-in name)."""
+
+    name: str
+    instruction: str
+    example_question: str
+    example_paraphrase: str
+
+
+DEFAULT_TECHNIQUE_NAMES = ("synonyms", "word forms", "sentence structure", "conjunctions")
+
+
+class VariationConfig(_Strict):
+    techniques: list[str | TechniqueConfig] = Field(default_factory=lambda: list(DEFAULT_TECHNIQUE_NAMES),
+                                                    min_length=1)
+    paraphrase_temperature: float = Field(0.0, ge=0.0)  # decoding of the answers to paraphrased questions
+    temperatures: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0], min_length=1)
+    top_p: float = Field(0.9, gt=0.0, le=1.0)
+    samples: int = Field(1, ge=1)  # answers per temperature
+    answer_field: Literal["short", "long"] = "short"  # which answer text the judges and metrics see
+
+    @field_validator("temperatures")
+    @classmethod
+    def _non_negative(cls, temps: list[float]) -> list[float]:
+        bad = [t for t in temps if t < 0]
+        if bad:
+            raise ValueError(f"temperatures must be >= 0, got {bad}")
+        return temps
+
+    @field_validator("techniques")
+    @classmethod
+    def _known_techniques(cls, techniques: list[str | TechniqueConfig]) -> list[str | TechniqueConfig]:
+        from a2c.variation import DEFAULT_TECHNIQUES
+
+        known = {t.name for t in DEFAULT_TECHNIQUES}
+        for t in techniques:
+            if isinstance(t, str) and t not in known:
+                raise ValueError(f"unknown technique {t!r}; built in: {sorted(known)} "
+                                 "(or give name/instruction/example_question/example_paraphrase)")
+        return techniques
+
+    def resolved_techniques(self) -> list[Any]:
+        from a2c.variation import DEFAULT_TECHNIQUES, Technique
+
+        by_name = {t.name: t for t in DEFAULT_TECHNIQUES}
+        return [by_name[t] if isinstance(t, str) else Technique(**t.model_dump()) for t in self.techniques]
+
+
+class JudgeConfig(BaseModel):
+    """A judge by name with its options inline, as in a judge preset file (`{name: pp, threshold: 0.8}`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from a2c.judges import JUDGES
+
+        return _registered(JUDGES, name)
+
+    @model_validator(mode="after")
+    def _known_options(self) -> JudgeConfig:
+        from a2c.judges.presets import _options_of
+
+        allowed = _options_of(self.name)
+        bad = sorted(set(self.options) - allowed)
+        if bad:
+            raise ValueError(f"judge {self.name!r} has no option(s) {bad}; it takes {sorted(allowed)}")
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class AccuracyConfig(_Strict):
+    # answer-vs-reference similarities (SPEC §4): rouge1 = R1-A; embedding = the stand-in for BLEURT
+    similarities: list[Literal["rouge1", "embedding"]] = Field(
+        default_factory=lambda: ["rouge1", "embedding"], min_length=1)
+
+
+class A2CConfig(_Strict):
+    enabled: bool = True
+    rank_temperature: float = Field(0.0, ge=0.0)  # decoding of the paraphrase-slot rank prompts
+    max_tokens: int = Field(8, ge=1)
+
+
+class ExperimentConfig(_Strict):
+    name: str = Field(min_length=1)
+    seed: int = 0
+    limit: int | None = Field(None, ge=1)  # the first N questions of the dataset
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)  # also sets the cache file
+    aux_generator: GeneratorConfig | None = None  # the paraphrasing model; None = the main generator
+    variation: VariationConfig = Field(default_factory=VariationConfig)
+    judges: list[JudgeConfig] = Field(default_factory=lambda: [JudgeConfig(name="embedding")], min_length=1)
+    entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
+    accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
+    a2c: A2CConfig = Field(default_factory=A2CConfig)
+    output: str | None = None  # run folder; default runs/<name>
+    # questions per generate call inside a stage: batches stay large, the progress bar and resume stay fine
+    chunk_size: int = Field(64, ge=1)
+
+    @field_validator("judges", mode="before")
+    @classmethod
+    def _expand(cls, judges: Any) -> Any:
+        """`judges: offline` names a preset; `[embedding, rouge1]` is short for `[{name: embedding}, ...]`."""
+        if isinstance(judges, str):
+            from a2c.judges import load_preset
+
+            try:
+                preset = load_preset(judges)
+            except A2CError as exc:
+                raise ValueError(str(exc)) from None
+            return [{"name": spec.name, **spec.options} for spec in preset.judges]
+        if isinstance(judges, list):
+            return [{"name": j} if isinstance(j, str) else j for j in judges]
+        return judges
+
+    @model_validator(mode="after")
+    def _distinct_judges(self) -> ExperimentConfig:
+        names = [j.name for j in self.judges]
+        if len(set(names)) != len(names):
+            raise ValueError(f"judges are listed twice: {names}")
+        if self.entropy_judge is not None and self.entropy_judge not in names:
+            raise ValueError(f"entropy_judge {self.entropy_judge!r} is not among the judges {names}")
+        return self
+
+    @property
+    def entropy_judge_name(self) -> str:
+        """The paper clusters with its LLM judge; without one, the first judge listed."""
+        names = [j.name for j in self.judges]
+        return self.entropy_judge or ("llm" if "llm" in names else names[0])
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output) if self.output else Path("runs") / self.name
+
+    def fingerprint(self) -> str:
+        """What makes two runs the same run: everything but the output folder and the chunking."""
+        data = self.model_dump(mode="json", exclude={"output", "chunk_size"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest YAML node on a pydantic error path (key node for mappings)."""
+    node, line = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _describe(error: dict[str, Any], root: yaml.Node | None, source: str) -> str:
+    # pydantic puts union-branch names (e.g. 'str', 'TechniqueConfig') into the path: keep real keys only
+    loc = tuple(p for p in error["loc"] if isinstance(p, int) or (not p[:1].isupper() and p != "str"))
+    line = _node_line(root, loc)
+    where = f"{source}:{line}" if line else source
+    key = ".".join(str(p) for p in loc) or "(top level)"
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    return f"{where}: {key}: {message}"
+
+
+def parse_config(text: str, source: str = "<config>") -> ExperimentConfig:
+    """Validate config text; every problem is reported as `file:line: key: message`."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings at the top level")
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        # a union (str | TechniqueConfig) reports one error per branch; keep the first per key path
+        seen: dict[str, str] = {}
+        for err in errors:
+            described = _describe(err, root, source)
+            seen.setdefault(described.split(": ")[0] + str(err["loc"][:2]), described)
+        raise ConfigError("invalid config: " + "; ".join(seen.values())) from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    return parse_config(path.read_text(encoding="utf-8"), str(path))
+
+
+def dump_config(config: ExperimentConfig) -> str:
+    """The resolved config (defaults filled in) as YAML, written into every run folder."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

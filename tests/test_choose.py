@@ -1,0 +1,136 @@
+"""Ask-to-Choose pure parts: merging candidates into options, parsing replies, mapping choices back."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from a2c.choose import (
+    IDK_TEXT,
+    ParsedReply,
+    RankChoice,
+    RankItem,
+    RankOptions,
+    hash_seed,
+    parse_reply,
+    rank_request,
+    summarize,
+)
+from a2c.text import normalize
+
+CAPITALS = RankOptions.build(["Canberra", "Sydney", "canberra.", "", "  Melbourne "])
+
+
+def test_duplicates_merge_and_map_back():
+    assert CAPITALS.options == ("Canberra", "Sydney", "Melbourne")
+    assert CAPITALS.candidate_option == (0, 1, 0, None, 2)
+    assert CAPITALS.candidates_of(0) == (0, 2)
+    assert CAPITALS.idk_index == 3
+    assert CAPITALS.render().splitlines() == ["1. Canberra", "2. Sydney", "3. Melbourne", f"4. {IDK_TEXT}"]
+
+
+@pytest.mark.parametrize(("reply", "option", "method"), [
+    ("2", 1, "number"),
+    (" 3.", 2, "number"),
+    ("(1)", 0, "number"),
+    ("2. Sydney", 1, "number"),
+    ("Option 3", 2, "number"),
+    ("I pick option 1 because", 0, "number"),
+    ("The answer is 2", 1, "number"),
+    ("Answer: C", 2, "letter"),
+    ("B", 1, "letter"),
+    ("b)", 1, "letter"),
+    ("(A) Canberra", 0, "letter"),
+    ("Melbourne", 2, "text"),
+    ("sydney!", 1, "text"),
+    ("It is Melbourne, I think", 2, "text"),
+    ("4", 3, "number"),
+    ("I don't know", 3, "idk"),
+    ("I don't know the correct answer.", 3, "idk"),
+    ("1\nactually 2", 0, "number"),
+])
+def test_reply_parsing(reply, option, method):
+    assert parse_reply(reply, CAPITALS) == ParsedReply(option, method)
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "7", "Option 9", "Hmm, hard to say", "Canberra or Sydney",
+                                   "Z", "\n\nsee below\n2"])
+def test_unrecognisable_replies_stay_unparsed(reply):
+    # the last case: only the first non-blank line counts
+    parsed = parse_reply(reply, CAPITALS)
+    assert parsed == ParsedReply(None, "unparsed")
+    assert not parsed.parsed
+
+
+def test_option_text_that_starts_with_a_number_is_not_an_option_number():
+    legs = RankOptions.build(["8 legs", "2 legs", "Six"])
+    assert parse_reply("2 legs", legs) == ParsedReply(1, "text")
+    assert parse_reply("2", legs) == ParsedReply(1, "number")
+    # a bare number out of range that equals an option's text is that option
+    numbers = RankOptions.build(["8", "6"])
+    assert parse_reply("8", numbers) == ParsedReply(0, "text")
+
+
+alnum_text = st.text(alphabet=st.characters(categories=["L", "N", "Zs"]), min_size=1, max_size=20)
+
+
+@given(st.lists(alnum_text, min_size=1, max_size=8))
+def test_every_option_number_and_text_maps_back(candidates):
+    options = RankOptions.build(candidates)
+    for i, text in enumerate(options.options):
+        assert parse_reply(str(i + 1), options).option == i
+        assert parse_reply(f"Option {i + 1}", options).option == i
+        # the text maps to its own option unless it is a bare number naming another option
+        if not normalize(text).isdigit():
+            assert parse_reply(text, options).option == i
+    assert parse_reply(str(options.idk_index + 1), options).option == options.idk_index
+    assert parse_reply(str(options.idk_index + 2), options).option in {None, *range(len(options.options))}
+    for i, c in enumerate(candidates):
+        o = options.candidate_option[i]
+        if o is None:
+            assert not normalize(c)
+        else:
+            assert normalize(options.options[o]) == normalize(c)
+
+
+def _choice(options: RankOptions, reply: str, slot: int = 0) -> RankChoice:
+    item = RankItem(0, "paraphrase", slot, "Q?", options, 0.0, seed=1)
+    return RankChoice(item, reply, parse_reply(reply, options))
+
+
+def test_choice_text_and_candidate_mapping():
+    assert _choice(CAPITALS, "1").text == "Canberra"
+    assert _choice(CAPITALS, "1").candidate == 0
+    assert _choice(CAPITALS, "3").candidate == 4
+    assert _choice(CAPITALS, "4").text == IDK_TEXT
+    assert _choice(CAPITALS, "4").candidate is None
+    assert _choice(CAPITALS, "no idea at all").text is None
+
+
+def test_summary_votes_and_counts_unparsed():
+    choices = [_choice(CAPITALS, r, i) for i, r in enumerate(["2", "Sydney", "1", "??", "4"])]
+    result = summarize("Q?", ["Canberra", "Sydney", "canberra.", "", "Melbourne"], choices)
+    assert result.answer == "Sydney"
+    assert result.chosen_texts == ["Sydney", "Sydney", "Canberra", IDK_TEXT]
+    assert result.consistency["unparsed"] == 1
+    assert result.consistency["vote_share"] == pytest.approx(0.5)
+    # 2 agreeing ordered pairs out of 4*3
+    assert result.consistency["choices_lexical"] == pytest.approx(2 / 12)
+    nothing = summarize("Q?", ["a"], [_choice(CAPITALS, "??")])
+    assert nothing.answer is None and nothing.consistency["vote_share"] is None
+    assert nothing.consistency["candidates_lexical"] is None
+
+
+def test_rank_request_renders_the_options_and_a_short_budget():
+    request = rank_request("Which city is the capital?", CAPITALS, temperature=0.0, top_p=0.9, seed=3)
+    last = request.messages[-1].content
+    assert "Which city is the capital?" in last and f"4. {IDK_TEXT}" in last
+    assert request.max_tokens == 8 and request.top_p == 1.0 and request.seed == 3
+    assert rank_request("Q", CAPITALS, temperature=0.7, top_p=0.9, seed=3).top_p == 0.9
+
+
+def test_hash_seed_is_stable_and_distinguishes_parts():
+    assert hash_seed(0, 1, "paraphrase", 2) == hash_seed(0, 1, "paraphrase", 2)
+    assert len({hash_seed(0, q, s, j) for q in range(5) for s in ("paraphrase", "temperature")
+                for j in range(4)}) == 40

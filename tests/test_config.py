@@ -1,0 +1,92 @@
+"""Experiment configs: the shipped ones validate; bad YAML, unknown keys and bad names fail clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from a2c.config import ConfigError, ExperimentConfig, dump_config, load_config, parse_config
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+@pytest.mark.parametrize("name", ["quickstart", "truthfulqa-a2c", "truthfulqa-a2c-paper"])
+def test_shipped_experiments_validate(name):
+    config = load_config(EXPERIMENTS / f"{name}.yaml")
+    assert config.name == name
+    assert config.judges and config.variation.temperatures
+    # the resolved config written into a run folder reads back to the same config
+    assert parse_config(dump_config(config)) == config
+
+
+def test_defaults_and_shorthands():
+    config = parse_config("name: x\njudges: [embedding, rouge1]\n")
+    assert [j.name for j in config.judges] == ["embedding", "rouge1"]
+    assert config.dataset.name == "quickstart"
+    assert config.run_dir == Path("runs") / "x"
+    assert config.entropy_judge_name == "embedding"
+    preset = parse_config("name: x\njudges: offline\n")
+    assert "llm" in [j.name for j in preset.judges]
+    assert preset.entropy_judge_name == "llm"
+    assert preset.judges[0].options["threshold"] == 0.8
+
+
+def test_fingerprint_ignores_output_but_not_settings():
+    a = parse_config("name: x\noutput: here\n")
+    assert a.fingerprint() == parse_config("name: x\noutput: there\nchunk_size: 3\n").fingerprint()
+    assert a.fingerprint() != parse_config("name: x\nseed: 1\n").fingerprint()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # unknown key, nested: named with its dotted path and its line
+    ("name: x\nvariation:\n  temperatures: [0.5]\n  temperatur: 3\n",
+     "<config>:4: variation.temperatur: unknown key"),
+    ("name: x\nsed: 3\n", "<config>:2: sed: unknown key"),
+    # bad values
+    ("name: x\nvariation:\n  top_p: 1.5\n", "<config>:3: variation.top_p: Input should be less than"),
+    ("name: x\nvariation:\n  temperatures: [0.5, -1]\n", "<config>:3: variation.temperatures"),
+    ("name: x\nlimit: 0\n", "<config>:2: limit"),
+    ("name: x\nvariation:\n  answer_field: middle\n", "<config>:3: variation.answer_field"),
+    # unknown registry names, with suggestions
+    ("name: x\njudges:\n  - embedding\n  - rouge\n", "<config>:4: judges.1.name: Value error, unknown judge"),
+    ("name: x\ndataset:\n  name: truthfulq\n", "Did you mean 'truthfulqa'"),
+    ("name: x\nvariation:\n  techniques: [synonym]\n", "<config>:3: variation.techniques"),
+    ("name: x\njudges: nosuchpreset\n", "no shipped judge preset 'nosuchpreset'"),
+    ("name: x\njudges:\n  - name: embedding\n    treshold: 0.5\n", "has no option(s) ['treshold']"),
+    ("name: x\njudges: [rouge1, rouge1]\n", "listed twice"),
+    ("name: x\njudges: [rouge1]\nentropy_judge: llm\n", "entropy_judge 'llm' is not among the judges"),
+    ("name: x\ngenerator:\n  backend: tgi\n", "<config>:3: generator.backend"),
+    ("seed: 1\n", "name: Field required"),
+])
+def test_bad_configs_name_the_key_and_line(text, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert expected in str(info.value)
+
+
+def test_malformed_yaml_and_missing_file_name_the_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nvariation: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: not valid YAML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "missing.yaml")
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match=r"list\.yaml: expected a mapping"):
+        load_config(listing)
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("name: x\n\nvariaton: {}\n")
+    with pytest.raises(ConfigError, match=r"typo\.yaml:3: variaton: unknown key"):
+        load_config(typo)
+
+
+def test_custom_technique_is_accepted():
+    config = parse_config("name: x\nvariation:\n  techniques:\n    - synonyms\n    - name: passive\n"
+                          "      instruction: Turn it into the passive voice.\n"
+                          "      example_question: Who wrote the book?\n"
+                          "      example_paraphrase: By whom was the book written?\n")
+    techniques = config.variation.resolved_techniques()
+    assert [t.name for t in techniques] == ["synonyms", "passive"]
+    assert isinstance(config, ExperimentConfig)

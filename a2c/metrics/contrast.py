@@ -8,7 +8,8 @@ Speed: for b = 2 the terms form a hypergeometric series, `m(c+1, a) / m(c, a) = 
 `p(c) = (a−2c)(a−2c−1)` and `q(c) = 4(c+1)(n−a+c+1)`. The partial sum is evaluated by binary splitting
 (balanced products of small integers, so Karatsuba does the heavy lifting) as an exact fraction
 `first_term · T / Q`, summing from whichever end of the achievable range is closer to c. No intermediate
-division is performed: the only one is the final, correctly rounded `int / int`.
+division is performed: the only one is the final, correctly rounded `int / int`. Large binomials come from
+their prime factorisation (`a2c.metrics.binomial`), again without big divisions.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from a2c.errors import A2CError
+from a2c.metrics.binomial import binomial
 
 
 class InvalidCountsError(A2CError, ValueError):
@@ -92,8 +94,8 @@ def _no_full_row(rows: int, b: int, k: int) -> int:
 def _mass(n: int, a: int, c: int, b: int) -> int:
     """m(c, a): correctness patterns with exactly c fully-correct bundles."""
     if b == 2:
-        return math.comb(n, c) * math.comb(n - c, a - 2 * c) << (a - 2 * c)
-    return math.comb(n, c) * _no_full_row(n - c, b, a - c * b)
+        return binomial(n, c) * binomial(n - c, a - 2 * c) << (a - 2 * c)
+    return binomial(n, c) * _no_full_row(n - c, b, a - c * b)
 
 
 def _split(n: int, a: int, lo: int, hi: int) -> tuple[int, int, int]:
@@ -121,7 +123,7 @@ def _range_mass(n: int, a: int, lo: int, hi: int, b: int) -> tuple[int, int]:
 def _cumulative(n: int, a: int, c: int, b: int) -> tuple[int, int, int]:
     """(num, den, M) with μ(c, a) = num/den exactly and M = M(a); sums the shorter side of the range."""
     c_min, c_max = consistency_bounds(n, a, b)
-    total = math.comb(n * b, a)
+    total = binomial(n * b, a)
     if c - c_min <= c_max - c:
         num, den = _range_mass(n, a, c_min, c, b)
         return num, den, total
@@ -162,7 +164,7 @@ def consistency_distribution(n_bundles: int, n_correct: int, bundle_size: int = 
     """Exact P(c | a) for every achievable c, in increasing c (the columns of the RC heatmap)."""
     c_min, c_max = consistency_bounds(n_bundles, n_correct, bundle_size)
     n, a, b = int(n_bundles), int(n_correct), int(bundle_size)
-    total = math.comb(n * b, a)
+    total = binomial(n * b, a)
     masses: dict[int, int] = {}
     if b == 2:
         term = _mass(n, a, c_min, 2)

@@ -1,0 +1,154 @@
+"""Report tables and plots from a hand-written run folder: values, direction marks, counts, human labels."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from a2c.config import parse_config
+from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
+from a2c.pipeline import RunFolder
+from a2c.report import (
+    ReportError,
+    Table,
+    _arrow,
+    before_after_table,
+    summarize_metrics,
+    write_report,
+)
+
+CONFIG = parse_config("name: synthetic\njudges: [embedding, rouge1]\naccuracy:\n  similarities: [rouge1]\n")
+
+
+def _row(qid: str, source: str, phase: str, n: int, emb: float | None, acc: float | None) -> dict:
+    return {"id": qid, "source": source, "phase": phase, "n": n, "n_accurate": 0, "cons_lex": emb,
+            "judges": {j: {"cons_sem": emb, "entropy": None if emb is None else 1 - emb, "clusters": 1,
+                           "cons_sem_accurate": None} for j in ("embedding", "rouge1")},
+            "accuracy": {"rouge1": None if acc is None else {"max_true": acc, "diff": acc - 0.5, "acc": acc}}}
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    rng = random.Random(0)
+    rows = []
+    for q in range(6):
+        for source in ("paraphrase", "temperature"):
+            before = rng.random()
+            rows.append(_row(f"q{q}", source, "before", 4, before, rng.random()))
+            # one set with a single output after A2C: undefined consistency, skipped and counted
+            after = None if (q, source) == (0, "paraphrase") else min(1.0, before + 0.2)
+            rows.append(_row(f"q{q}", source, "after", 1 if after is None else 4, after, rng.random()))
+    folder.write_jsonl("metrics.jsonl", rows)
+    folder.write_jsonl("paraphrases.jsonl", [{"id": "q0", "question": "?", "paraphrases": [
+        {"technique": "synonyms", "text": "?", "ok": False, "problem": "identical"},
+        {"technique": "conjunctions", "text": "!", "ok": True, "problem": None}]}])
+    folder.write_jsonl("choices.jsonl", [
+        {"id": "q0", "source": "paraphrase", "slot": 0, "options": ["a", "b"], "reply": "2", "option": 1,
+         "method": "number", "text": "b"},
+        {"id": "q0", "source": "paraphrase", "slot": 1, "options": ["a", "b"], "reply": "hm", "option": None,
+         "method": "unparsed", "text": None},
+        {"id": "q0", "source": "temperature", "slot": 0, "options": ["a", "b"], "reply": "3", "option": 2,
+         "method": "number", "text": "I don't know the correct answer"}])
+    folder.write_text("config.yaml", "name: synthetic\n")
+    folder.write_json("summary.json", summarize_metrics(folder, CONFIG, "tiny-model"))
+    return folder.path, rows
+
+
+def test_summary_means_skip_undefined_sets_and_count_them(run_dir):
+    path, rows = run_dir
+    summary = json.loads((path / "summary.json").read_text())
+    group = next(g for g in summary["groups"] if g["method"] == "paraphrase" and g["phase"] == "after")
+    defined = [r["judges"]["embedding"]["cons_sem"] for r in rows
+               if r["source"] == "paraphrase" and r["phase"] == "after" and r["n"] > 1]
+    assert group["consistency"]["embedding"]["mean"] == pytest.approx(sum(defined) / len(defined))
+    assert group["consistency"]["embedding"]["skipped"] == 1
+    counts = summary["counts"]
+    assert counts["paraphrases_failed"] == 1 and counts["paraphrases"] == 2
+    assert counts["unparsed_paraphrase"] == 1 and counts["unparsed_temperature"] == 0
+    assert counts["idk_temperature"] == 1 and counts["idk_paraphrase"] == 0
+    assert counts["parse_methods"]["number"] == 2
+
+
+def test_before_after_table_layout_and_marks(run_dir):
+    path, rows = run_dir
+    summary = json.loads((path / "summary.json").read_text())
+    table = before_after_table(summary)
+    assert table.header[:3] == ["method", "model", "R1-A"]
+    assert "Emb" in table.header and "R1-C" in table.header
+    assert [r[0] for r in table.rows] == ["in-context paraphrases", "cross-temperature"]
+    temperature = table.rows[1]
+    emb = temperature[table.header.index("Emb")]
+    before = [r["judges"]["embedding"]["cons_sem"] for r in rows if r["source"] == "temperature"
+              and r["phase"] == "before"]
+    assert emb.startswith(f"{sum(before) / len(before):.3f} → ") and emb.endswith("↑")
+
+
+def test_write_report_files_and_human_labels(run_dir, tmp_path):
+    path, rows = run_dir
+    labels = tmp_path / "labels.csv"
+    rng = random.Random(1)
+    lines = ["id,source,phase,ann1,ann2,ann3"]
+    ratings = []
+    for r in rows:
+        votes = [rng.choice("01") for _ in range(3)]
+        ratings.append(votes)
+        lines.append(f"{r['id']},{r['source']},{r['phase']},{','.join(votes)}")
+    labels.write_text("\n".join(lines) + "\n")
+    report = write_report(path, labels).read_text()
+    for name in ("table_before_after.csv", "table_accurate_answers.csv", "counts.csv",
+                 "accuracy_vs_consistency.png", "metric_correlations.png"):
+        assert (path / name).stat().st_size > 0
+    kappa = fleiss_kappa(rating_counts(ratings)[0])
+    assert f"Fleiss' κ among annotators: {kappa:.3f}" in report
+    human = [sum(map(int, v)) / 3 for v in ratings]
+    pairs = [(r["judges"]["embedding"]["cons_sem"], h) for r, h in zip(rows, human, strict=True)
+             if r["judges"]["embedding"]["cons_sem"] is not None]
+    rho = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs])
+    assert f"| Emb | {rho:.3f} |" in report
+    assert "Emb-A" not in report  # only the similarities that ran are shown
+    csv_text = (path / "table_before_after.csv").read_text()
+    assert csv_text.splitlines()[0].startswith("method,model,R1-A")
+
+
+def test_report_errors(run_dir, tmp_path):
+    path, _ = run_dir
+    with pytest.raises(ReportError, match="no metrics yet"):
+        write_report(tmp_path / "empty")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,source\nq0,paraphrase\n")
+    with pytest.raises(ReportError, match="expected columns id, source, phase"):
+        write_report(path, bad)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("id,source,phase,a,b\nq0,paraphrase,before,1\n")
+    with pytest.raises(ReportError, match=r"ragged\.csv:2"):
+        write_report(path, ragged)
+    unmatched = tmp_path / "unmatched.csv"
+    unmatched.write_text("id,source,phase,a,b\nzz,paraphrase,before,1,0\n")
+    with pytest.raises(ReportError, match="matches no"):
+        write_report(path, unmatched)
+    words = tmp_path / "words.csv"
+    words.write_text("id,source,phase,a,b\nq0,paraphrase,before,yes,no\n")
+    with pytest.raises(ReportError, match="must be numbers"):
+        write_report(path, words)
+    with pytest.raises(ReportError, match="not found"):
+        write_report(path, tmp_path / "missing.csv")
+
+
+@given(st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 1)))
+def test_arrow_marks_the_direction(before, after):
+    text = _arrow(before, after)
+    if before is None or after is None:
+        assert "n/a" in text and not text.endswith(("↑", "↓"))
+    else:
+        assert text.endswith("↑" if after > before else "↓" if after < before else "=")
+
+
+def test_table_markdown_and_csv_quote_commas():
+    table = Table(["a", "b"], [["1, 2", "x"]])
+    assert table.markdown().splitlines()[2] == "| 1, 2 | x |"
+    assert table.csv().splitlines()[1] == '"1, 2",x'

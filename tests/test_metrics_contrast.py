@@ -99,6 +99,15 @@ def test_bundle_of_two_closed_form_equals_general_formula(n, data):
         assert dist[c] * total == closed
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 60), b=st.integers(3, 6), data=st.data())
+def test_larger_bundles_match_the_papers_inclusion_exclusion(n, b, data):
+    a = data.draw(st.integers(0, n * b))
+    total = math.comb(n * b, a)
+    for c, p in consistency_distribution(n, a, b).items():
+        assert p * total == general_mass(n, a, c, b)
+
+
 @given(n=st.integers(1, 30), b=st.integers(2, 5), data=st.data())
 def test_distribution_sums_to_one_and_rc_is_its_cdf(n, b, data):
     a = data.draw(st.integers(0, n * b))

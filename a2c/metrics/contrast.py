@@ -14,7 +14,6 @@ their prime factorisation (`a2c.metrics.binomial`), again without big divisions.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
@@ -84,11 +83,22 @@ def _checked(
 
 
 def _no_full_row(rows: int, b: int, k: int) -> int:
-    """G(m, b, k): ways to pick k cells of an m×b grid leaving no row full (inclusion–exclusion)."""
-    return sum(
-        (-1) ** r * math.comb(rows, r) * math.comb((rows - r) * b, k - r * b)
-        for r in range(min(rows, k // b) + 1)
-    )
+    """G(m, b, k): ways to pick k cells of an m×b grid leaving no row full (inclusion–exclusion).
+
+    Successive terms C(m, r)·C((m−r)b, k−rb) differ by a ratio of small integers, so each is derived from
+    the previous one by one exact small division instead of two fresh binomials.
+    """
+    term = binomial(rows * b, k)
+    total = 0
+    for r in range(min(rows, k // b) + 1):
+        total += -term if r % 2 else term
+        cells, picks = (rows - r) * b, k - r * b
+        num, den = rows - r, r + 1
+        for j in range(b):
+            num *= picks - j
+            den *= cells - j
+        term = term * num // den if num else 0
+    return total
 
 
 def _mass(n: int, a: int, c: int, b: int) -> int:

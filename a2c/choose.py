@@ -194,8 +194,13 @@ class RankChoice:
 
 def rank_items(question_index: int, source: Source, shown_questions: Sequence[str], candidates: Sequence[str],
                temperatures: Sequence[float], seed: int) -> list[RankItem]:
-    """One item per slot; every slot of a source shows the same merged candidates (Y_c or Y_t)."""
+    """One item per slot; every slot of a source shows the same merged candidates (Y_c or Y_t).
+
+    No candidates (every paraphrase failed, every answer empty) means nothing to choose from: no items.
+    """
     options = RankOptions.build(candidates)
+    if not options.options:
+        return []
     return [RankItem(question_index, source, slot, shown, options, temperature,
                      seed=hash_seed(seed, question_index, source, slot))
             for slot, (shown, temperature) in enumerate(zip(shown_questions, temperatures, strict=True))]
@@ -262,9 +267,10 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     """Algorithm 1, steps 3-5, for every question at once: two batched generate calls in total.
 
     Step 3 makes a fresh paraphrase q̃(c_i) per context with the main model (a seed the first-stage
-    paraphrases did not use); a paraphrase that failed its checks falls back to q. Paraphrase slots are
-    ranked at `rank_temperature`; temperature slot j (`t_slots[q][j]`, one per Y_t entry) is ranked at
-    its own temperature with q̃(c_{j mod I}) as the question, so the J choices are real samples.
+    paraphrases did not use); a paraphrase that failed its checks falls back to q. There is one rank
+    prompt per context even when some answers of Y_c are missing (their paraphrase failed). Paraphrase
+    slots are ranked at `rank_temperature`; temperature slot j (`t_slots[q][j]`, one per Y_t entry) is
+    ranked at its own temperature with q̃(c_{j mod I}) as the question, so the J choices are real samples.
     Returns the choices per question, paraphrase slots first.
     """
     fresh = paraphrase_questions(generator, list(questions), list(techniques),
@@ -272,7 +278,7 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     items: list[RankItem] = []
     for qi, question in enumerate(questions):
         shown = [p.text if p.ok else question for p in fresh[qi]]
-        items += rank_items(qi, "paraphrase", shown, y_c[qi], [rank_temperature] * len(y_c[qi]), seed)
+        items += rank_items(qi, "paraphrase", shown, y_c[qi], [rank_temperature] * len(shown), seed)
         shown_t = [shown[j % len(shown)] for j in range(len(y_t[qi]))]
         items += rank_items(qi, "temperature", shown_t, y_t[qi], t_slots[qi], seed)
     per_question: list[list[RankChoice]] = [[] for _ in questions]

@@ -135,20 +135,31 @@ class RunContext:
     records: list[QARecord]
     progress: bool = True
     _judges: dict[str, Any] = field(default_factory=dict)
+    # generators are built (model loaded) on first use only; counts at that moment, to count deltas from
+    _built: dict[int, tuple[Generator, tuple[int, int, int, int]]] = field(default_factory=dict)
+
+    def _use(self, config: GeneratorConfig) -> Generator:
+        generator = build_generator(config)
+        self._built.setdefault(id(generator), (generator, _counts(generator)))
+        return generator
 
     @property
     def generator(self) -> Generator:
-        return build_generator(self.config.generator)
+        return self._use(self.config.generator)
 
     @property
     def aux(self) -> Generator:
-        return build_generator(self.config.aux_generator or self.config.generator)
+        return self._use(self.config.aux_generator or self.config.generator)
 
-    def generators(self) -> list[Generator]:
-        configs: list[GeneratorConfig] = [self.config.generator]
-        if self.config.aux_generator not in (None, self.config.generator):
-            configs.append(self.config.aux_generator)  # type: ignore[arg-type]
-        return [build_generator(c) for c in configs]
+    def counts(self) -> dict[int, tuple[int, int, int, int]]:
+        """(generated, cached, prompt tokens, completion tokens) of every generator used so far."""
+        return {key: _counts(generator) for key, (generator, _) in self._built.items()}
+
+    def counts_since(self, before: dict[int, tuple[int, int, int, int]]) -> tuple[int, ...]:
+        now = self.counts()
+        deltas = [tuple(b - a for a, b in zip(before.get(k, self._built[k][1]), v, strict=True))
+                  for k, v in now.items()]
+        return tuple(sum(d[i] for d in deltas) for i in range(4))
 
     def judges(self) -> dict[str, Any]:
         """Judges by name, built once; the `llm` judge asks the main generator."""
@@ -328,7 +339,8 @@ def stage_metrics(ctx: RunContext) -> None:
                                             if per_answer else None)
                 rows.append(row)
     ctx.folder.write_jsonl("metrics.jsonl", rows)
-    ctx.folder.write_json("summary.json", summarize_metrics(ctx.folder, ctx.config, ctx.generator.model))
+    summary = summarize_metrics(ctx.folder, ctx.config, ctx.config.generator.model)
+    ctx.folder.write_json("summary.json", summary)
 
 
 def stage_report(ctx: RunContext) -> None:
@@ -350,10 +362,9 @@ STAGES: tuple[tuple[str, Callable[..., None], bool], ...] = (
 A2C_STAGES = frozenset({"a2c", "judges_after"})
 
 
-def _generation_totals(generators: Sequence[Generator]) -> tuple[int, int, int, int]:
-    stats = [g.stats for g in generators]  # type: ignore[attr-defined]
-    return (sum(s.generated for s in stats), sum(s.cached for s in stats),
-            sum(s.prompt_tokens for s in stats), sum(s.completion_tokens for s in stats))
+def _counts(generator: Generator) -> tuple[int, int, int, int]:
+    s = generator.stats  # type: ignore[attr-defined]  # CachedGenerator's counters
+    return s.generated, s.cached, s.prompt_tokens, s.completion_tokens
 
 
 @dataclass
@@ -400,13 +411,11 @@ def run_experiment(config: ExperimentConfig, *, run_dir: Path | None = None, for
             results[name] = StageStats(skipped=True)
             continue
         stats = StageStats()
-        before = _generation_totals(ctx.generators())
+        before = ctx.counts()
         t0 = time.perf_counter()
         run_stage(ctx, stats) if takes_stats else run_stage(ctx)
         stats.seconds = time.perf_counter() - t0
-        after = _generation_totals(ctx.generators())
-        delta = [b - a for a, b in zip(before, after, strict=True)]
-        stats.generated, stats.cached, stats.prompt_tokens, stats.completion_tokens = delta
+        stats.generated, stats.cached, stats.prompt_tokens, stats.completion_tokens = ctx.counts_since(before)
         folder.mark_done(name, asdict(stats))
         results[name] = stats
     result = RunResult(folder.path, results, time.perf_counter() - started)

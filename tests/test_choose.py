@@ -134,3 +134,32 @@ def test_hash_seed_is_stable_and_distinguishes_parts():
     assert hash_seed(0, 1, "paraphrase", 2) == hash_seed(0, 1, "paraphrase", 2)
     assert len({hash_seed(0, q, s, j) for q in range(5) for s in ("paraphrase", "temperature")
                 for j in range(4)}) == 40
+
+
+def test_no_candidates_means_no_rank_prompts():
+    from a2c.choose import rank_items
+
+    assert rank_items(0, "paraphrase", ["q1", "q2"], ["", "  "], [0.0, 0.0], seed=0) == []
+    items = rank_items(3, "temperature", ["q1", "q2"], ["A", "a."], [0.5, 1.0], seed=0)
+    assert [(i.question_index, i.slot, i.temperature) for i in items] == [(3, 0, 0.5), (3, 1, 1.0)]
+    assert items[0].options.options == ("A",) and items[0].seed != items[1].seed
+
+
+@pytest.mark.slow
+def test_algorithm_1_on_the_embedded_model(smollm2):
+    from a2c.choose import ask_to_choose
+
+    questions = ["How many legs does a spider have?"]
+    # one paraphrase context lost its answer: still one rank prompt per context (4), one per temperature (2)
+    y_c = [["Eight", "8 legs", "eight."]]
+    y_t = [["Eight legs", "Six"]]
+    choices = ask_to_choose(smollm2, questions, y_c, y_t, [[0.5, 1.0]], seed=0)[0]
+    assert [(c.item.source, c.item.slot) for c in choices] == [
+        ("paraphrase", 0), ("paraphrase", 1), ("paraphrase", 2), ("paraphrase", 3),
+        ("temperature", 0), ("temperature", 1)]
+    assert choices[0].item.options.options == ("Eight", "8 legs")
+    assert [c.item.temperature for c in choices[4:]] == [0.5, 1.0]
+    for c in choices:
+        assert c.parsed == parse_reply(c.reply, c.item.options)
+        assert c.text is None or c.text in (*c.item.options.options, IDK_TEXT)
+        assert c.item.shown_question.strip()

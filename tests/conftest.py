@@ -84,3 +84,63 @@ def tiny_paraphrase_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         label2id={"not_paraphrase": 0, "paraphrase": 1})
     folder = tmp_path_factory.mktemp("tiny-paraphrase")
     return _save_classifier(folder, BertForSequenceClassification(config).eval(), _tiny_tokenizer(128))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """llama.cpp's OpenAI-compatible server on the embedded SmolLM2 GGUF, on a free 127.0.0.1 port."""
+
+    def __init__(self, port: int | None = None) -> None:
+        import subprocess
+        import sys
+
+        from a2c.llm.embedded import DEFAULT_MODEL, embedded_gguf
+
+        self.port = port or free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf(DEFAULT_MODEL)),
+             "--model_alias", DEFAULT_MODEL, "--host", "127.0.0.1", "--port", str(self.port),
+             "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError("llama.cpp server did not become ready")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """One llama.cpp server for the session (skipped where llama-cpp-python[server] is not installed)."""
+    pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] not installed (make setup)")
+    server = LlamaServer()
+    yield server
+    server.stop()

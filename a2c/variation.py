@@ -1,0 +1,181 @@
+"""Sources of variation (SPEC §1): in-context paraphrases, cross-temperature samples, short answers.
+
+Every stage builds its requests for all questions at once and makes one `generate` call, so the
+backend can batch; paraphrases that come back degenerate get exactly one batched retry with another
+seed and are flagged (`ok=False`) if still bad, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from a2c.llm.base import GenerationRequest, Generator, Message
+from a2c.prompts import PromptTemplate, load_template
+from a2c.text import normalize
+
+
+@dataclass(frozen=True)
+class Technique:
+    """A paraphrasing technique with one worked example (shown to the auxiliary model as a shot)."""
+
+    name: str
+    instruction: str
+    example_question: str
+    example_paraphrase: str
+
+
+# The paper's four techniques; wording and examples are ours.
+DEFAULT_TECHNIQUES: tuple[Technique, ...] = (
+    Technique("synonyms", "Replace some words with words of the same meaning.",
+              "What happens if you eat watermelon seeds?",
+              "What occurs if you swallow watermelon pips?"),
+    Technique("word forms", "Change the form or part of speech of some words, e.g. a verb into a noun.",
+              "Why do cats purr when they are happy?",
+              "What is the reason for the purring of cats when they feel happiness?"),
+    Technique("sentence structure", "Reorder or restructure the sentence, e.g. move a clause or switch "
+              "between active and passive voice.",
+              "Who invented the telephone in 1876?",
+              "In 1876, the telephone was invented by whom?"),
+    Technique("conjunctions", "Add, remove or swap linking words such as 'and', 'but', 'if', 'when'.",
+              "If you leave milk out overnight, does it go bad?",
+              "Does milk go bad when you leave it out overnight?"),
+)
+
+
+@dataclass(frozen=True)
+class Paraphrase:
+    text: str
+    technique: str
+    ok: bool = True
+    problem: str | None = None  # why it was flagged: "empty", "identical", "multi-line", "rambling"
+
+
+def _technique_listing(techniques: Sequence[Technique]) -> str:
+    return "\n".join(f"{i}. {t.name}: {t.instruction}" for i, t in enumerate(techniques, 1))
+
+
+def paraphrase_messages(template: PromptTemplate, techniques: Sequence[Technique], index: int,
+                        question: str) -> tuple[Message, ...]:
+    """Chat turns asking for technique `index`: system, one worked shot per technique, then the question."""
+    listing = _technique_listing(techniques)
+
+    def render(number: int, q: str) -> tuple[Message, ...]:
+        return template.messages(techniques=listing, number=number, technique=techniques[number - 1].name,
+                                 question=q)
+
+    shots: list[Message] = []
+    for number, technique in enumerate(techniques, 1):
+        shots += [render(number, technique.example_question)[-1],
+                  Message("assistant", technique.example_paraphrase)]
+    final = render(index + 1, question)
+    return (*final[:-1], *shots, final[-1])
+
+
+_LABEL = re.compile(r"^\s*(rewritten question|paraphrase|question)\s*:\s*", re.IGNORECASE)
+
+
+def clean_paraphrase(raw: str) -> str:
+    """Strip a leading label and surrounding quotes the model may add; keep the line structure."""
+    text = _LABEL.sub("", raw.strip())
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text
+
+
+def paraphrase_problem(question: str, text: str) -> str | None:
+    """Why a paraphrase is unusable, or None: empty, same as the question, several lines, far too long."""
+    if not normalize(text):
+        return "empty"
+    if normalize(text) == normalize(question):
+        return "identical"
+    if sum(1 for line in text.splitlines() if line.strip()) > 1:
+        return "multi-line"
+    if len(text.split()) > 2 * len(question.split()) + 12:
+        return "rambling"
+    return None
+
+
+def _derived_seed(*parts: object) -> int:
+    digest = hashlib.sha256(repr(parts).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def paraphrase_questions(aux: Generator, questions: Sequence[str],
+                         techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, *, seed: int = 0,
+                         temperature: float = 0.7, top_p: float = 0.95, max_tokens: int = 64,
+                         template: str = "paraphrase") -> list[list[Paraphrase]]:
+    """One paraphrase per technique for every question: one batched call, one batched retry of bad ones."""
+    if not techniques:
+        raise ValueError("paraphrase_questions needs at least one technique")
+    tmpl = load_template(template)
+    slots = [(q, k) for q in range(len(questions)) for k in range(len(techniques))]
+    requests = [GenerationRequest(messages=paraphrase_messages(tmpl, techniques, k, questions[q]),
+                                  temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                                  seed=_derived_seed(seed, questions[q], techniques[k].name))
+                for q, k in slots]
+    texts = [clean_paraphrase(g.text) for g in aux.generate(requests)]
+    problems = [paraphrase_problem(questions[q], t) for (q, _), t in zip(slots, texts, strict=True)]
+
+    retry = [s for s, p in enumerate(problems) if p is not None]
+    if retry:
+        # another seed, and some randomness even if the first pass was greedy
+        again = [replace(requests[s], seed=_derived_seed(seed, "retry", requests[s].seed),
+                         temperature=max(temperature, 0.7)) for s in retry]
+        for s, gen in zip(retry, aux.generate(again), strict=True):
+            text = clean_paraphrase(gen.text)
+            problem = paraphrase_problem(questions[slots[s][0]], text)
+            if problem is None or problems[s] == "empty":
+                texts[s], problems[s] = text, problem
+
+    out: list[list[Paraphrase]] = [[] for _ in questions]
+    for (q, k), text, problem in zip(slots, texts, problems, strict=True):
+        out[q].append(Paraphrase(text, techniques[k].name, problem is None, problem))
+    return out
+
+
+@dataclass(frozen=True)
+class AnswerTask:
+    question: str
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    long: str
+    short: str
+
+
+def temperature_tasks(questions: Sequence[str], temperatures: Sequence[float], *, top_p: float = 0.95,
+                      samples: int = 1, seed: int = 0) -> list[AnswerTask]:
+    """Tasks question-major, then temperature, then sample; each seed depends only on
+    (seed, question, temperature, sample index), so adding questions or temperatures changes no old sample."""
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    if not temperatures:
+        raise ValueError("temperatures must not be empty")
+    return [AnswerTask(q, float(t), top_p, _derived_seed(seed, q, float(t), i))
+            for q in questions for t in temperatures for i in range(samples)]
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
+
+
+def answer(generator: Generator, tasks: Sequence[AnswerTask], *, long_max_tokens: int = 96,
+           short_max_tokens: int = 16, long_template: str = "long_answer",
+           short_template: str = "answer") -> list[Answer]:
+    """Long answers (one batched call, each task's own sampling), then short answers extracted greedily
+    from them with the few-shot answer prompt (a second batched call)."""
+    long_tmpl, short_tmpl = load_template(long_template), load_template(short_template)
+    longs = [g.text.strip() for g in generator.generate([
+        GenerationRequest(messages=long_tmpl.messages(question=t.question), temperature=t.temperature,
+                          top_p=t.top_p, seed=t.seed, max_tokens=long_max_tokens) for t in tasks])]
+    shorts = [_first_line(g.text) for g in generator.generate([
+        GenerationRequest(messages=short_tmpl.messages(context=long, question=t.question), temperature=0.0,
+                          max_tokens=short_max_tokens) for t, long in zip(tasks, longs, strict=True)])]
+    return [Answer(long, short) for long, short in zip(longs, shorts, strict=True)]

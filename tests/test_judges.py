@@ -248,3 +248,19 @@ def test_missing_model_names_it_and_says_how_to_supply_it(tmp_path):
     judge = build_judge("entail", model=str(folder), cache=None)
     with pytest.raises(ModelNotFoundError, match="does not hold a loadable model"):
         judge.matrix("q", ["a", "b"])
+
+
+# -- CLI --
+def test_cli_judge_prints_matrices_and_rejects_bad_names(capsys):
+    from a2c.cli import main
+
+    assert main(["judge", "--no-cache", "-j", "exact", "-j", "rouge1", "-q", "Capital of France?",
+                 "Paris", "paris.", "Lyon"]) == 0
+    out = capsys.readouterr().out
+    assert "exact (threshold 0.5" in out and "rouge1" in out
+    assert "clusters [0, 0, 1]" in out
+    assert main(["judge", "-j", "exakt", "a", "b"]) == 2
+    assert "Did you mean 'exact'" in capsys.readouterr().err
+    assert main(["judge", "-j", "exact", "only one"]) == 2
+    assert main(["judge", "--list"]) == 0
+    assert "presets: offline, paper" in capsys.readouterr().out

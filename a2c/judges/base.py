@@ -159,6 +159,9 @@ class PairwiseJudge:
 
     def _lookup_or_score(self, pairs: list[Pair]) -> np.ndarray:
         scores = np.empty(len(pairs), dtype=np.float64)
+        self.stats = {"pairs": 0, "cached": 0, "scored": 0}
+        if not pairs:
+            return scores  # nothing to score: do not load a model (or build a generator) at all
         cache = self._cache()
         identity = self.identity()
         keys = [make_key(**identity, question=p.question, a=p.a, b=p.b) for p in pairs] \

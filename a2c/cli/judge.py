@@ -1,0 +1,54 @@
+"""`a2c judge`: agreement matrices of some answers to one question, for trying judges and presets by hand."""
+
+from __future__ import annotations
+
+import argparse
+
+from a2c.errors import A2CError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "judge", help="score answers to one question with pairwise judges (matrix, Cons_sem, clusters)")
+    parser.add_argument("answers", nargs="*", help="the answers to compare")
+    parser.add_argument("--question", "-q", default="", help="the question (the llm judge shows it)")
+    parser.add_argument("--judge", "-j", action="append", dest="judges", metavar="NAME",
+                        help="judge name (repeatable); default: the judges of --preset")
+    parser.add_argument("--preset", default="offline",
+                        help="judge preset name or YAML path (default: offline)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
+    parser.add_argument("--list", action="store_true", help="list judge names and shipped presets, then exit")
+    parser.set_defaults(handler=_judge)
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from importlib import resources
+    from pathlib import Path
+
+    import numpy as np
+
+    from a2c.judges import JUDGES, build_judge, load_preset
+    from a2c.metrics import cons_sem, semantic_clusters, semantic_entropy
+
+    if args.list:
+        presets = sorted(p.stem for p in Path(str(resources.files("a2c.resources.judges"))).glob("*.yaml"))
+        print("judges: " + ", ".join(JUDGES.names()))
+        print("presets: " + ", ".join(presets))
+        return 0
+    if len(args.answers) < 2:
+        raise A2CError("give at least two answers to compare")
+    cache = {"cache": None} if args.no_cache else {}
+    if args.judges:
+        judges = [build_judge(name, **cache) for name in args.judges]
+    else:
+        preset = load_preset(args.preset)
+        judges = [build_judge(spec.name, **{**spec.options, **cache}) for spec in preset.judges]
+    for judge in judges:
+        m = judge.matrix(args.question, args.answers)
+        clusters = semantic_clusters(judge.equivalent(m))
+        print(f"\n{judge.name} (threshold {judge.threshold:g}, "
+              f"{'higher' if judge.higher_is_consistent else 'lower'} = more consistent)")
+        print(np.array2string(m, precision=3, suppress_small=True))
+        entropy = semantic_entropy(clusters)
+        print(f"Cons_sem {cons_sem(m):.3f} | clusters {clusters} | entropy {entropy:.3f} bits")
+    return 0

@@ -28,3 +28,10 @@ def _openai(config: GeneratorConfig) -> SampleBackend:
     from a2c.llm.openai_backend import OpenAIBackend
 
     return OpenAIBackend(config)
+
+
+@BACKENDS.register("vllm")
+def _vllm(config: GeneratorConfig) -> SampleBackend:
+    from a2c.llm.vllm_backend import VLLMBackend
+
+    return VLLMBackend(config)

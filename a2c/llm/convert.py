@@ -1,0 +1,59 @@
+"""One-off conversion of a GGUF model to a safetensors folder, the format vLLM loads.
+
+transformers dequantizes GGUF weights to float32 on load, but its config keeps a `quantization_config`
+that would make vLLM look for GGUF kernels; we rebuild the model from a config without it, copy the
+dequantized weights in and save a plain float32 folder with its tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from a2c.errors import A2CError
+from a2c.llm.embedded import resolve_model
+
+DEFAULT_MODELS_DIR = Path("models")
+
+
+def prepared_dir(model: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
+    """Where `a2c models prepare MODEL` writes (and the vllm backend looks for) the converted folder."""
+    return models_dir / Path(model).name.removesuffix(".gguf")
+
+
+def convert_gguf(model: str, output: Path, *, report: Callable[[str], None] = print) -> Path:
+    """Write `model` (an embedded name or a .gguf path) as a safetensors folder; returns the folder."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve_model(model)
+    if source.gguf_file is None:
+        raise A2CError(f"{model!r} is not a GGUF model; vLLM can load a transformers folder directly")
+    steps = ["reading and dequantizing the GGUF weights", "rebuilding the model without quantization",
+             "writing safetensors weights", "writing the tokenizer"]
+    step = iter(range(1, len(steps) + 1))
+
+    def say(text: str) -> None:
+        report(f"[{next(step)}/{len(steps)}] {text}")
+
+    say(steps[0])
+    loaded = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file,
+                                                  dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+    say(steps[1])
+    config = AutoConfig.from_pretrained(source.location, gguf_file=source.gguf_file)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
+    real_missing = [k for k in missing if k not in set(getattr(plain, "_tied_weights_keys", None) or [])]
+    if real_missing or unexpected:
+        raise A2CError(f"conversion of {model!r} lost weights: missing {real_missing[:5]}, "
+                       f"unexpected {unexpected[:5]}")
+    output.mkdir(parents=True, exist_ok=True)
+    say(f"{steps[2]} to {output}")
+    plain.save_pretrained(output, safe_serialization=True)
+    say(steps[3])
+    tokenizer.save_pretrained(output)
+    report(f"wrote {output.resolve()}")
+    return output

@@ -1,0 +1,98 @@
+"""In-process vLLM (`vllm.LLM` + `SamplingParams`), the fast path on a CPU or GPU box.
+
+Three things make the CPU build (`vllm-cpu`) work (DESIGN.md): eager mode, a small KV-cache budget
+(`VLLM_CPU_KVCACHE_SPACE`), and no per-request seeds — a `SamplingParams(seed=...)` kills the CPU
+engine, so the engine is seeded once (`LLM(seed=...)`) and repeated samples of one prompt are drawn
+with `n=`. Reruns still reproduce exactly because every sample is stored in the request cache.
+Prefix caching is on: all prompts of a stage share their few-shot prefix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from a2c.errors import A2CError
+from a2c.llm.base import Completion, GenerationRequest
+from a2c.llm.config import GeneratorConfig
+from a2c.llm.convert import prepared_dir
+from a2c.llm.embedded import EMBEDDED_MODELS
+from a2c.llm.sampling import Emit, SampleResult
+from a2c.prompts import flatten
+
+
+def vllm_model_path(model: str) -> str:
+    """GGUF models (embedded or .gguf paths) need the folder `a2c models prepare` writes."""
+    if model not in EMBEDDED_MODELS and not model.endswith(".gguf"):
+        return model
+    folder = prepared_dir(model)
+    if not (folder / "config.json").is_file():
+        raise A2CError(f"the vllm backend needs {model!r} as a safetensors folder; run "
+                       f"`a2c models prepare {model}` once (it writes {folder})")
+    return str(folder.resolve())
+
+
+@lru_cache(maxsize=2)
+def load_engine(path: str, seed: int, max_model_len: int, kv_cache_gb: int, device: str) -> Any:
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gb))
+    try:
+        from vllm import LLM
+    except ImportError:
+        raise A2CError("the vllm backend needs the optional extra: pip install 'a2c[vllm]'") from None
+    kwargs: dict[str, Any] = {"enforce_eager": True} if device == "cpu" else {}
+    return LLM(model=path, seed=seed, max_model_len=max_model_len, enable_prefix_caching=True, **kwargs)
+
+
+class VLLMBackend:
+    backend = "vllm"
+
+    def __init__(self, config: GeneratorConfig) -> None:
+        self.model = config.model
+        self.batch_size = config.batch_size
+        self.llm = load_engine(vllm_model_path(config.model), config.seed, config.max_model_len,
+                               config.vllm_kv_cache_gb, config.device)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def prompt_text(self, request: GenerationRequest) -> str:
+        if request.messages is None:
+            assert request.prompt is not None
+            return request.prompt
+        if not getattr(self.tokenizer, "chat_template", None):
+            return flatten(request.messages)
+        turns = [{"role": m.role, "content": m.content} for m in request.messages]
+        return self.tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+
+    def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
+        from vllm import SamplingParams
+
+        # identical sampled prompts become one request with n= (the CPU engine cannot take per-request seeds)
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for j, job in enumerate(jobs):
+            same = (self.prompt_text(job), job.temperature, job.top_p, job.max_tokens, job.stop, job.logprobs)
+            groups[same if job.temperature > 0 else (*same, j)].append(j)
+        items = list(groups.items())
+        for start in range(0, len(items), self.batch_size):
+            chunk = items[start:start + self.batch_size]
+            prompts = [key[0] for key, _ in chunk]
+            params = [SamplingParams(n=len(members), temperature=key[1], top_p=key[2], max_tokens=key[3],
+                                     stop=list(key[4]) or None, logprobs=key[5])
+                      for key, members in chunk]
+            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            done: list[tuple[int, SampleResult]] = []
+            for (_, members), out in zip(chunk, outputs, strict=True):
+                for j, sample in zip(members, out.outputs, strict=True):
+                    completion = Completion(sample.text, sample.finish_reason, len(sample.token_ids),
+                                            _logprobs(sample.logprobs))
+                    done.append((j, SampleResult(completion, len(out.prompt_token_ids or ()))))
+            emit(done)
+
+
+def _logprobs(raw: Any) -> list[dict[str, float]] | None:
+    if not raw:
+        return None
+    return [{(lp.decoded_token or str(tid)): lp.logprob for tid, lp in step.items()} for step in raw]
+
+

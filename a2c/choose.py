@@ -263,7 +263,8 @@ def _lexical_agreement(texts: Sequence[str]) -> float | None:
 def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[Sequence[str]],
                   y_t: Sequence[Sequence[str]], t_slots: Sequence[Sequence[float]], *,
                   techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, top_p: float = 0.9, seed: int = 0,
-                  rank_temperature: float = 0.0, max_tokens: int = 8) -> list[list[RankChoice]]:
+                  rank_temperature: float = 0.0, max_tokens: int = 8,
+                  paraphrase_max_tokens: int = 64) -> list[list[RankChoice]]:
     """Algorithm 1, steps 3-5, for every question at once: two batched generate calls in total.
 
     Step 3 makes a fresh paraphrase q̃(c_i) per context with the main model (a seed the first-stage
@@ -274,7 +275,7 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     Returns the choices per question, paraphrase slots first.
     """
     fresh = paraphrase_questions(generator, list(questions), list(techniques),
-                                 seed=hash_seed(seed, "a2c-fresh"))
+                                 seed=hash_seed(seed, "a2c-fresh"), max_tokens=paraphrase_max_tokens)
     items: list[RankItem] = []
     for qi, question in enumerate(questions):
         shown = [p.text if p.ok else question for p in fresh[qi]]

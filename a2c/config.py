@@ -69,6 +69,10 @@ class VariationConfig(_Strict):
     top_p: float = Field(0.9, gt=0.0, le=1.0)
     samples: int = Field(1, ge=1)  # answers per temperature
     answer_field: Literal["short", "long"] = "short"  # which answer text the judges and metrics see
+    # reply budgets: on a CPU the longest reply of a batch sets its time, so these drive the run time
+    paraphrase_max_tokens: int = Field(64, ge=1)
+    long_max_tokens: int = Field(96, ge=1)
+    short_max_tokens: int = Field(16, ge=1)
 
     @field_validator("temperatures")
     @classmethod

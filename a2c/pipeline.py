@@ -194,7 +194,8 @@ def stage_variation(ctx: RunContext) -> None:
     rows = []
     for chunk in ctx.chunks("paraphrases"):
         questions = [ctx.records[i].question for i in chunk]
-        paraphrases = paraphrase_questions(ctx.aux, questions, techniques, seed=ctx.config.seed)
+        paraphrases = paraphrase_questions(ctx.aux, questions, techniques, seed=ctx.config.seed,
+                                           max_tokens=ctx.config.variation.paraphrase_max_tokens)
         for i, per_question in zip(chunk, paraphrases, strict=True):
             rows.append({"id": ctx.records[i].id, "question": ctx.records[i].question, "paraphrases": [
                 {"technique": getattr(p.technique, "name", p.technique), "text": p.text, "ok": p.ok,
@@ -233,7 +234,9 @@ def stage_answers(ctx: RunContext) -> None:
             meta.append({"id": record.id, "source": "temperature", "slot": k % per_question,
                          "technique": None, "temperature": task.temperature})
         tasks += t_tasks
-        for m, task, result in zip(meta, tasks, answer(ctx.generator, tasks), strict=True):
+        answers = answer(ctx.generator, tasks, long_max_tokens=var.long_max_tokens,
+                         short_max_tokens=var.short_max_tokens)
+        for m, task, result in zip(meta, tasks, answers, strict=True):
             rows.append({**m, "asked": task.question, "long": result.long, "short": result.short})
     ctx.folder.write_jsonl("generations.jsonl", rows)
 
@@ -289,7 +292,7 @@ def stage_a2c(ctx: RunContext) -> None:
             [sets[r.id]["temperature"] for r in records], [temps[r.id] for r in records],
             techniques=cfg.variation.resolved_techniques(), top_p=cfg.variation.top_p,
             seed=hash_seed(cfg.seed, "a2c"), rank_temperature=cfg.a2c.rank_temperature,
-            max_tokens=cfg.a2c.max_tokens)
+            max_tokens=cfg.a2c.max_tokens, paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens)
         for record, per_question in zip(records, choices, strict=True):
             for c in per_question:
                 rows.append({"id": record.id, "source": c.item.source, "slot": c.item.slot,

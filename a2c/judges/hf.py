@@ -9,6 +9,7 @@ length before batching, so a batch pads to similar lengths instead of to the dat
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections.abc import Sequence
 from functools import cache
@@ -145,6 +146,7 @@ class CrossEncoder:
         self._memo: dict[tuple[str, str], np.ndarray] = {}
         self.truncated = 0
         self.forward_passes = 0
+        self.forward_seconds = 0.0  # time inside the network alone, to compare with the whole pass
 
     @property
     def config(self) -> Any:
@@ -166,7 +168,9 @@ class CrossEncoder:
                     encoded = self.tokenizer([firsts[k] for k in batch], [seconds[k] for k in batch],
                                              truncation=True, max_length=self.max_length, padding=True,
                                              return_tensors="pt")
+                    start = time.perf_counter()
                     logits = self.network(**encoded).logits.float()
+                    self.forward_seconds += time.perf_counter() - start
                     self.forward_passes += 1
                     probs = torch.softmax(logits, dim=-1).numpy()
                     for row, k in zip(probs, batch, strict=True):
@@ -191,6 +195,7 @@ class SentenceEncoder:
         self._memo: dict[str, np.ndarray] = {}
         self.truncated = 0
         self.forward_passes = 0
+        self.forward_seconds = 0.0  # time inside the network alone, to compare with the whole pass
 
     def embed(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         import torch
@@ -205,7 +210,9 @@ class SentenceEncoder:
                 for batch in _length_batches(lengths, batch_size):
                     encoded = self.tokenizer([todo[k] for k in batch], truncation=True,
                                              max_length=self.max_length, padding=True, return_tensors="pt")
+                    start = time.perf_counter()
                     hidden = self.network(**encoded).last_hidden_state.float()
+                    self.forward_seconds += time.perf_counter() - start
                     self.forward_passes += 1
                     mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                     pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

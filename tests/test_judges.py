@@ -82,6 +82,13 @@ def test_rouge1_matches_the_metric_per_pair():
     assert 0 < m[0, 1] < 1 and m[0, 2] == 0 and m[0, 3] == 1
 
 
+def test_pairs_are_scored_once_across_questions_and_orders():
+    judge = build_judge("rouge1")
+    mats = judge.matrices(["q1", "q2", "q3"], [["a b", "a c"], ["a c", "a b", "A B!"], ["x"]])
+    assert judge.stats == {"pairs": 1, "cached": 0, "scored": 1}  # one unordered pair of differing texts
+    assert mats[0][0, 1] == mats[1][0, 1] == mats[1][0, 2] == pytest.approx(0.5)
+
+
 def test_empty_and_single_outputs():
     judge = build_judge("exact")
     empty, single, blanks = judge.matrices(["a", "b", "c"], [[], ["only"], ["", ""]])

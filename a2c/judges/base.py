@@ -163,22 +163,24 @@ class PairwiseJudge:
         if not pairs:
             return scores  # nothing to score: do not load a model (or build a generator) at all
         cache = self._cache()
+        use_cache = not isinstance(cache, NoCache)
         identity = self.identity()
-        keys = [make_key(**identity, question=p.question, a=p.a, b=p.b) for p in pairs] \
-            if not isinstance(cache, NoCache) else []
-        found = cache.get_many(keys, CACHE_NAMESPACE) if keys else {}
-        todo = [k for k in range(len(pairs)) if not keys or keys[k] not in found]
-        for k in range(len(pairs)):
-            if keys and keys[k] in found:
-                scores[k] = found[keys[k]]
+        keys = [make_key(**identity, question=p.question, a=p.a, b=p.b) if use_cache else None for p in pairs]
+        found = cache.get_many(keys, CACHE_NAMESPACE) if use_cache else {}
+        todo = []
+        for k, key in enumerate(keys):
+            if key in found:
+                scores[k] = found[key]
+            else:
+                todo.append(k)
         self.stats = {"pairs": len(pairs), "cached": len(pairs) - len(todo), "scored": len(todo)}
         for start in range(0, len(todo), self.store_every):
             chunk = todo[start:start + self.store_every]
-            values = np.clip(np.asarray(self.score_pairs([pairs[k] for k in chunk]), dtype=np.float64), 0, 1)
+            values = np.asarray(self.score_pairs([pairs[k] for k in chunk]), dtype=np.float64)
             if values.shape != (len(chunk),) or not np.isfinite(values).all():
                 raise JudgeError(f"judge {self.name!r} returned {values.shape} scores for {len(chunk)} pairs")
-            scores[chunk] = values
-            if keys:
+            scores[chunk] = values = np.clip(values, 0.0, 1.0)
+            if use_cache:
                 stored = {keys[k]: float(v) for k, v in zip(chunk, values, strict=True)}
                 cache.put_many(stored, CACHE_NAMESPACE)
         return scores

@@ -27,8 +27,8 @@ def _generator(urls, cache: Cache | None = None, **options) -> CachedGenerator:
 
 def test_chat_and_completion_endpoints_on_a_real_server(llama_server):
     gen = _generator([llama_server.base_url], max_concurrency=2)
-    chat, again, raw, sampled = gen.generate([
-        GenerationRequest(messages=QUESTION, max_tokens=8),
+    again = gen.generate([GenerationRequest(messages=QUESTION, max_tokens=8)])[0]  # no cache: generated
+    chat, raw, sampled = gen.generate([
         GenerationRequest(messages=QUESTION, max_tokens=8),
         GenerationRequest(prompt="The capital of France is", max_tokens=6, logprobs=2),
         GenerationRequest(prompt="My favourite animal is the", temperature=1.0, seed=3, n=3, max_tokens=6),

@@ -28,7 +28,8 @@ def test_greedy_is_deterministic_and_batch_independent(smollm2):
 
 def test_seeds_reproduce_and_differ(smollm2):
     req = GenerationRequest(prompt="My favourite animal is the", temperature=1.0, max_tokens=8, seed=7, n=4)
-    first, again = smollm2.generate([req, req])
+    first = smollm2.generate([req])[0]
+    again = smollm2.generate([req])[0]  # no cache on this fixture: generated a second time
     texts = [c.text for c in first.completions]
     assert texts == [c.text for c in again.completions]  # same seed, same samples
     assert len(set(texts)) >= 2  # sample index changes the seed
@@ -64,6 +65,9 @@ def test_cache_serves_rerun_with_zero_model_calls(smollm2, tmp_path):
     # one more sample of the same request: samples 0-1 from the cache, only sample 2 is generated
     more = gen.generate([GenerationRequest(prompt="The sky is", temperature=0.9, seed=1, n=3, max_tokens=6)])
     assert more[0].cached == [True, True, False] and gen.stats.generated == 4
+    # identical requests within one call are generated once
+    twins = gen.generate([GenerationRequest(prompt="Fire is", max_tokens=4)] * 3)
+    assert gen.stats.generated == 5 and len({g.text for g in twins}) == 1
 
 
 def test_chat_template_is_applied(smollm2):

@@ -26,8 +26,8 @@ def vllm_backend(tmp_path_factory):
 
 def test_chat_completion_samples_and_logprobs(vllm_backend):
     gen = CachedGenerator(vllm_backend)
-    chat, again, raw, sampled = gen.generate([
-        GenerationRequest(messages=QUESTION, max_tokens=8),
+    again = gen.generate([GenerationRequest(messages=QUESTION, max_tokens=8)])[0]  # no cache: generated
+    chat, raw, sampled = gen.generate([
         GenerationRequest(messages=QUESTION, max_tokens=8),
         GenerationRequest(prompt="The capital of France is", max_tokens=6, logprobs=2),
         GenerationRequest(prompt="My favourite animal is the", temperature=1.0, seed=3, n=4, max_tokens=6),

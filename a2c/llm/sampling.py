@@ -98,7 +98,10 @@ class CachedGenerator:
             if key in stored:
                 results[s] = _from_json(stored[key])
                 from_cache[s] = True
-        todo = [s for s in range(len(slots)) if results[s] is None]
+        first_slot: dict[str, int] = {}  # identical samples within one call are generated once
+        for s, key in enumerate(keys):
+            first_slot.setdefault(key, s)
+        todo = [s for s, key in enumerate(keys) if results[s] is None and first_slot[key] == s]
         jobs = [replace(requests[slots[s][0]], n=1, seed=sample_seed(requests[slots[s][0]].seed, slots[s][1]))
                 for s in todo]
 
@@ -112,7 +115,10 @@ class CachedGenerator:
 
         if jobs:
             self.impl.run(jobs, emit)
-        self.stats.cached += len(slots) - len(todo)
+        for s, key in enumerate(keys):
+            if results[s] is None:
+                results[s] = results[first_slot[key]]
+        self.stats.cached += sum(from_cache)
         missing = [s for s in todo if results[s] is None]
         if missing:
             raise RuntimeError(f"backend {self.backend!r} returned no result for {len(missing)} sample(s)")

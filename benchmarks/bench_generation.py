@@ -77,8 +77,8 @@ def main() -> int:
     requests = workload(args.csv, args.questions, args.max_tokens)
 
     if args.only_vllm:  # child mode: print vLLM numbers as JSON for the parent
-        print("VLLM_RESULT " + json.dumps(run_vllm(requests, max(args.batch_size, 256))))
-        return 0
+        print("VLLM_RESULT " + json.dumps(run_vllm(requests, max(args.batch_size, 256))), flush=True)
+        os._exit(0)  # vLLM's CPU engine can hang in its exit handlers; the numbers are already out
 
     from a2c.llm.transformers_backend import TransformersBackend
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 import sqlite3
 import threading
@@ -39,10 +40,12 @@ def _canonical(value: Any) -> Any:
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
-    if isinstance(value, float):
-        return {"__float__": repr(value)}  # 0.7 and 0.70 agree; 1 (int) and 1.0 (float) do not collide
-    if value is None or isinstance(value, (str, int, bool)):
+    if value is None or isinstance(value, (str, bool)):
         return value
+    if isinstance(value, numbers.Integral):  # numpy integers too
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return {"__float__": repr(float(value))}  # 0.7 and 0.70 agree; 1 (int) and 1.0 (float) do not
     raise TypeError(f"cannot build a cache key from {type(value).__name__}: {value!r}")
 
 

@@ -8,7 +8,10 @@ import signal
 import sqlite3
 import time
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from a2c.cache import Cache, CacheError, NoCache, make_key, open_cache
 
@@ -116,3 +119,21 @@ def test_open_cache_none_disables_and_paths_are_shared(tmp_path):
     off.put("a", 1)
     assert off.get_many(["a"]) == {}
     assert open_cache(tmp_path / "x.sqlite") is open_cache(str(tmp_path / "x.sqlite"))
+
+
+PARTS = st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k != "sample"),
+                        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                                  st.text(max_size=20), st.lists(st.integers(), max_size=4)),
+                        max_size=6)
+
+
+@given(PARTS, st.integers(0, 50), st.integers(0, 50))
+def test_key_order_free_and_sample_sensitive(parts, i, j):
+    reordered = dict(reversed(list(parts.items())))
+    assert make_key(**parts, sample=i) == make_key(**reordered, sample=i)
+    assert (make_key(**parts, sample=i) == make_key(**parts, sample=j)) == (i == j)
+
+
+def test_numpy_scalars_key_like_python_numbers():
+    assert make_key(seed=np.int64(3), t=np.float64(0.5)) == make_key(seed=3, t=0.5)
+    assert make_key(flag=True) != make_key(flag=1)

@@ -130,6 +130,10 @@ def test_shipped_presets_load_with_known_judges():
     assert {"pp", "entail", "contra", "llm"} <= names
     pp = next(s for s in paper.judges if s.name == "pp")
     assert pp.options["threshold"] == 0.8 and "paws" in pp.options["model"]
+    from a2c.llm import GeneratorConfig
+
+    llm = next(s for s in paper.judges if s.name == "llm")
+    assert GeneratorConfig(**llm.options["generator"]).model == "google/flan-t5-xl"  # a valid config
 
 
 def test_preset_errors_name_file_and_field(tmp_path):

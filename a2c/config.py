@@ -194,8 +194,9 @@ class ExperimentConfig(_Strict):
         return Path(self.output) if self.output else Path("runs") / self.name
 
     def fingerprint(self) -> str:
-        """What makes two runs the same run: everything but the output folder and the chunking."""
-        data = self.model_dump(mode="json", exclude={"output", "chunk_size"})
+        """What makes two runs the same run: everything but where files go and how work is chunked."""
+        data = self.model_dump(mode="json", exclude={"output": True, "chunk_size": True,
+                                                     "generator": {"cache"}, "aux_generator": {"cache"}})
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

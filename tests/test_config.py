@@ -35,6 +35,7 @@ def test_defaults_and_shorthands():
 def test_fingerprint_ignores_output_but_not_settings():
     a = parse_config("name: x\noutput: here\n")
     assert a.fingerprint() == parse_config("name: x\noutput: there\nchunk_size: 3\n").fingerprint()
+    assert a.fingerprint() == parse_config("name: x\ngenerator:\n  cache: elsewhere.sqlite\n").fingerprint()
     assert a.fingerprint() != parse_config("name: x\nseed: 1\n").fingerprint()
 
 

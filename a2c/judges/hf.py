@@ -125,6 +125,22 @@ def model_max_length(network: Any, tokenizer: Any, override: int | None) -> int:
     return min(limits) if limits else 512
 
 
+# special tokens plus a word-start marker per segment (SentencePiece): the tokens that cover no input byte
+_TOKENS_WITHOUT_BYTES = 8
+
+
+def _count_over_limit(tokenizer: Any, firsts: Sequence[str], seconds: Sequence[str] | None,
+                      sizes: Sequence[int], limit: int) -> int:
+    """How many inputs exceed `limit` tokens. Every other token covers at least one byte of text, so only
+    inputs with more bytes than that are tokenised to find out (short answers skip a second tokenisation)."""
+    suspects = [k for k, size in enumerate(sizes) if size + _TOKENS_WITHOUT_BYTES > limit]
+    if not suspects:
+        return 0
+    pairs = [seconds[k] for k in suspects] if seconds is not None else None
+    ids = tokenizer([firsts[k] for k in suspects], pairs)["input_ids"]
+    return sum(len(row) > limit for row in ids)
+
+
 def _warn_truncated(count: int, limit: int, model: str) -> None:
     if count:
         warnings.warn(f"{count} input(s) longer than {limit} tokens were truncated for {model}",
@@ -132,6 +148,7 @@ def _warn_truncated(count: int, limit: int, model: str) -> None:
 
 
 def _length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    """Indices in batches of similar length (UTF-8 bytes, a proxy for tokens), so padding stays small."""
     order = np.argsort(np.asarray(lengths), kind="stable")
     return [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
 
@@ -159,8 +176,8 @@ class CrossEncoder:
         todo = list(dict.fromkeys(p for p in pairs if p not in self._memo))
         if todo:
             firsts, seconds = [a for a, _ in todo], [b for _, b in todo]
-            lengths = [len(ids) for ids in self.tokenizer(firsts, seconds)["input_ids"]]
-            too_long = sum(n > self.max_length for n in lengths)
+            lengths = [len(a.encode()) + len(b.encode()) for a, b in todo]  # sort key and size bound
+            too_long = _count_over_limit(self.tokenizer, firsts, seconds, lengths, self.max_length)
             self.truncated += too_long
             _warn_truncated(too_long, self.max_length, self.model)
             with torch.inference_mode():
@@ -202,8 +219,8 @@ class SentenceEncoder:
 
         todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if todo:
-            lengths = [len(ids) for ids in self.tokenizer(todo)["input_ids"]]
-            too_long = sum(n > self.max_length for n in lengths)
+            lengths = [len(t.encode()) for t in todo]
+            too_long = _count_over_limit(self.tokenizer, todo, None, lengths, self.max_length)
             self.truncated += too_long
             _warn_truncated(too_long, self.max_length, self.model)
             with torch.inference_mode():

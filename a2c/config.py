@@ -117,9 +117,9 @@ class JudgeConfig(BaseModel):
 
     @model_validator(mode="after")
     def _known_options(self) -> JudgeConfig:
-        from a2c.judges.presets import _options_of
+        from a2c.judges.presets import judge_options
 
-        allowed = _options_of(self.name)
+        allowed = judge_options(self.name)
         bad = sorted(set(self.options) - allowed)
         if bad:
             raise ValueError(f"judge {self.name!r} has no option(s) {bad}; it takes {sorted(allowed)}")

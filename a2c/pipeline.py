@@ -164,14 +164,14 @@ class RunContext:
     def judges(self) -> dict[str, Any]:
         """Judges by name, built once; the `llm` judge asks the main generator."""
         from a2c.judges import build_judge
-        from a2c.judges.presets import _options_of
+        from a2c.judges.presets import judge_options
 
         if not self._judges:
             for spec in self.config.judges:
                 options = spec.options
                 if spec.name == "llm":
                     options.setdefault("generator", self.generator)
-                if "cache" in _options_of(spec.name):
+                if "cache" in judge_options(spec.name):
                     options.setdefault("cache", self.config.generator.cache)  # one cache file per run
                 self._judges[spec.name] = build_judge(spec.name, **options)
         return self._judges

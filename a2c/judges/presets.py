@@ -35,7 +35,7 @@ class PresetError(A2CError, ValueError):
     """A preset that is missing or malformed, or names an unknown judge or option."""
 
 
-def _options_of(name: str) -> set[str]:
+def judge_options(name: str) -> set[str]:
     """Keyword options of a judge class, following `**options` pass-through up to its base classes."""
     names: set[str] = set()
     for cls in JUDGES.get(name).__mro__:
@@ -48,9 +48,10 @@ def _options_of(name: str) -> set[str]:
 def build_judge(name: str, **options: Any) -> Judge:
     """A judge by registry name; `llm` takes `generator=` (a `Generator`, or `GeneratorConfig` fields)."""
     factory = JUDGES.get(name)
-    unknown = sorted(set(options) - _options_of(name))
+    allowed = judge_options(name)
+    unknown = sorted(set(options) - allowed)
     if unknown:
-        raise PresetError(f"judge {name!r} has no option(s) {unknown}; it takes {sorted(_options_of(name))}")
+        raise PresetError(f"judge {name!r} has no option(s) {unknown}; it takes {sorted(allowed)}")
     generator = options.get("generator")
     if isinstance(generator, dict):
         from a2c.llm import GeneratorConfig, build_generator
@@ -99,7 +100,7 @@ def parse_preset(path: Path, name: str | None = None) -> JudgePreset:
             raise PresetError(f"{path}: judges[{i}] needs a 'name'")
         options = {k: v for k, v in entry.items() if k != "name"}
         try:
-            allowed = _options_of(entry["name"])
+            allowed = judge_options(entry["name"])
         except A2CError as exc:
             raise PresetError(f"{path}: judges[{i}]: {exc}") from None
         bad = sorted(set(options) - allowed)

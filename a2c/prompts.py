@@ -11,13 +11,14 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from a2c.errors import A2CError
-from a2c.llm.base import Message
+from a2c.llm.base import GenerationRequest, Message
+from a2c.resources import shipped_or_path
 
 PROMPTS_PACKAGE = "a2c.resources.prompts"
 
@@ -122,11 +123,20 @@ def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
 @cache
 def load_template(name_or_path: str) -> PromptTemplate:
     """A shipped template by name (`"rank"`) or any template file by path (`"my/rank.yaml"`)."""
-    candidate = Path(name_or_path)
-    if candidate.suffix in {".yaml", ".yml"}:
-        return parse_template(candidate)
-    shipped = Path(str(resources.files(PROMPTS_PACKAGE).joinpath(f"{name_or_path}.yaml")))
-    if not shipped.is_file():
-        available = sorted(p.stem for p in shipped.parent.glob("*.yaml"))
-        raise TemplateError(f"no shipped prompt template {name_or_path!r}; available: {available}")
-    return parse_template(shipped, name_or_path)
+    try:
+        path, name = shipped_or_path(PROMPTS_PACKAGE, name_or_path)
+    except FileNotFoundError as exc:
+        raise TemplateError(f"no shipped prompt template {exc.args[0]}") from None
+    return parse_template(path, name)
+
+
+def prompt_text(tokenizer: Any, request: GenerationRequest) -> str:
+    """The exact text a local model sees: its chat template for messages (plain turns if it has none),
+    the raw prompt otherwise. Shared by the in-process backends so they render prompts identically."""
+    if request.messages is None:
+        assert request.prompt is not None
+        return request.prompt
+    if not getattr(tokenizer, "chat_template", None):
+        return flatten(request.messages)
+    turns = [{"role": m.role, "content": m.content} for m in request.messages]
+    return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)

@@ -9,6 +9,7 @@ from a2c.cache import Cache
 from a2c.llm import BACKENDS, CachedGenerator, GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.embedded import ModelNotFoundError, resolve_model
 from a2c.llm.sampling import sample_seed
+from a2c.prompts import prompt_text
 from a2c.registry import UnknownNameError
 
 pytestmark = pytest.mark.slow
@@ -71,9 +72,9 @@ def test_cache_serves_rerun_with_zero_model_calls(smollm2, tmp_path):
 
 
 def test_chat_template_is_applied(smollm2):
-    text = smollm2.impl.prompt_text(GenerationRequest(messages=QUESTION))
+    text = prompt_text(smollm2.impl.tokenizer, GenerationRequest(messages=QUESTION))
     assert "<|im_start|>user\nName one planet" in text and text.rstrip().endswith("<|im_start|>assistant")
-    assert smollm2.impl.prompt_text(GenerationRequest(prompt="raw")) == "raw"
+    assert prompt_text(smollm2.impl.tokenizer, GenerationRequest(prompt="raw")) == "raw"
 
 
 def test_build_generator_is_cached_per_config():

@@ -18,7 +18,6 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import yaml
 from a2c.errors import A2CError
 from a2c.judges.base import JUDGES, Judge
 from a2c.llm.base import Generator
+from a2c.resources import shipped_or_path
 
 PRESETS_PACKAGE = "a2c.resources.judges"
 
@@ -114,11 +114,8 @@ def parse_preset(path: Path, name: str | None = None) -> JudgePreset:
 @cache
 def load_preset(name_or_path: str) -> JudgePreset:
     """A shipped preset by name (`"offline"`, `"paper"`) or any preset file by path."""
-    candidate = Path(name_or_path)
-    if candidate.suffix in {".yaml", ".yml"}:
-        return parse_preset(candidate)
-    shipped = Path(str(resources.files(PRESETS_PACKAGE).joinpath(f"{name_or_path}.yaml")))
-    if not shipped.is_file():
-        available = sorted(p.stem for p in shipped.parent.glob("*.yaml"))
-        raise PresetError(f"no shipped judge preset {name_or_path!r}; available: {available}")
-    return parse_preset(shipped, name_or_path)
+    try:
+        path, name = shipped_or_path(PRESETS_PACKAGE, name_or_path)
+    except FileNotFoundError as exc:
+        raise PresetError(f"no shipped judge preset {exc.args[0]}") from None
+    return parse_preset(path, name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.embedded import resolve_model
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.prompts import flatten
+from a2c.prompts import prompt_text
 
 if TYPE_CHECKING:
     import torch
@@ -81,18 +81,8 @@ class TransformersBackend:
         self.device = device
         self.tokenizer, self.lm = load_model(model, device)
 
-    def prompt_text(self, request: GenerationRequest) -> str:
-        """The exact text the model sees: the chat template for messages, the raw prompt otherwise."""
-        if request.messages is None:
-            assert request.prompt is not None
-            return request.prompt
-        if not getattr(self.tokenizer, "chat_template", None):
-            return flatten(request.messages)
-        turns = [{"role": m.role, "content": m.content} for m in request.messages]
-        return self.tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
-
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
-        texts = [self.prompt_text(job) for job in jobs]
+        texts = [prompt_text(self.tokenizer, job) for job in jobs]
         lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         groups: dict[tuple, list[int]] = defaultdict(list)
         for j, job in enumerate(jobs):

@@ -21,7 +21,7 @@ from a2c.llm.config import GeneratorConfig
 from a2c.llm.convert import prepared_dir
 from a2c.llm.embedded import EMBEDDED_MODELS
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.prompts import flatten
+from a2c.prompts import prompt_text
 
 
 def vllm_model_path(model: str) -> str:
@@ -56,22 +56,14 @@ class VLLMBackend:
                                config.vllm_kv_cache_gb, config.device)
         self.tokenizer = self.llm.get_tokenizer()
 
-    def prompt_text(self, request: GenerationRequest) -> str:
-        if request.messages is None:
-            assert request.prompt is not None
-            return request.prompt
-        if not getattr(self.tokenizer, "chat_template", None):
-            return flatten(request.messages)
-        turns = [{"role": m.role, "content": m.content} for m in request.messages]
-        return self.tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
-
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         from vllm import SamplingParams
 
         # identical sampled prompts become one request with n= (the CPU engine cannot take per-request seeds)
         groups: dict[tuple, list[int]] = defaultdict(list)
         for j, job in enumerate(jobs):
-            same = (self.prompt_text(job), job.temperature, job.top_p, job.max_tokens, job.stop, job.logprobs)
+            same = (prompt_text(self.tokenizer, job), job.temperature, job.top_p, job.max_tokens, job.stop,
+                    job.logprobs)
             groups[same if job.temperature > 0 else (*same, j)].append(j)
         items = list(groups.items())
         for start in range(0, len(items), self.batch_size):

@@ -91,3 +91,21 @@ def test_custom_technique_is_accepted():
     techniques = config.variation.resolved_techniques()
     assert [t.name for t in techniques] == ["synonyms", "passive"]
     assert isinstance(config, ExperimentConfig)
+
+
+def test_no_cache_flag_turns_off_every_generator_cache_and_keeps_the_fingerprint():
+    from a2c.cli.run import apply_overrides
+
+    config = parse_config("name: x\ngenerator: {cache: a.sqlite}\naux_generator: {cache: b.sqlite}\n")
+    off = apply_overrides(config, limit=None, no_cache=True)
+    assert off.generator.cache is None and off.aux_generator.cache is None
+    assert off.fingerprint() == config.fingerprint()  # a --no-cache rerun may reuse the run folder
+    kept = apply_overrides(config, limit=3, no_cache=False)
+    assert kept.limit == 3 and str(kept.generator.cache) == "a.sqlite"
+
+
+def test_limit_flag_must_be_positive():
+    from a2c.cli.run import apply_overrides
+
+    with pytest.raises(ConfigError, match="--limit must be >= 1, got 0"):
+        apply_overrides(parse_config("name: x\n"), limit=0, no_cache=False)

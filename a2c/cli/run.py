@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from a2c.config import ExperimentConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,18 +19,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--force", action="store_true",
                         help="start over when the run folder holds a run of a different config")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the request/judge cache (every model call runs; an "
+                        "interrupted stage then restarts from its beginning)")
     parser.set_defaults(handler=_run)
 
 
+def apply_overrides(config: ExperimentConfig, *, limit: int | None, no_cache: bool) -> ExperimentConfig:
+    """The config a run uses once the command-line flags are applied on top of the file."""
+    from a2c.config import ConfigError
+
+    update: dict[str, object] = {}
+    if limit is not None:
+        if limit < 1:
+            raise ConfigError(f"--limit must be >= 1, got {limit}")
+        update["limit"] = limit
+    if no_cache:
+        update["generator"] = config.generator.model_copy(update={"cache": None})
+        if config.aux_generator is not None:
+            update["aux_generator"] = config.aux_generator.model_copy(update={"cache": None})
+    return config.model_copy(update=update)
+
+
 def _run(args: argparse.Namespace) -> int:
-    from a2c.config import ConfigError, load_config
+    from a2c.config import load_config
     from a2c.pipeline import run_experiment
 
-    config = load_config(args.config)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ConfigError(f"--limit must be >= 1, got {args.limit}")
-        config = config.model_copy(update={"limit": args.limit})
+    config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
     result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress)
     print(result.summary_table())
     print(f"run folder: {result.folder}  (report: {result.folder / 'report.md'})")

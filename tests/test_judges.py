@@ -276,3 +276,10 @@ def test_cli_judge_prints_matrices_and_rejects_bad_names(capsys):
     assert main(["judge", "-j", "exact", "only one"]) == 2
     assert main(["judge", "--list"]) == 0
     assert "presets: offline, paper" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["embedding", "ner", "entail"])
+def test_model_judges_refuse_a_batch_size_below_one(name):
+    options = {"model": "some/nli-model"} if name == "entail" else {}
+    with pytest.raises(JudgeError, match=rf"judge '{name}': batch_size must be >= 1, got 0"):
+        build_judge(name, batch_size=0, **options)

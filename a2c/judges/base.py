@@ -96,6 +96,12 @@ class PairwiseJudge:
         self._cache_option = cache
         self.stats: dict[str, int] = {}
 
+    def _batch_size(self, batch_size: int) -> int:
+        """Validated batch size for judges that run a model (one message for all of them)."""
+        if batch_size < 1:
+            raise JudgeError(f"judge {self.name!r}: batch_size must be >= 1, got {batch_size}")
+        return batch_size
+
     # -- what subclasses provide -------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """Everything a score depends on besides the pair (model id, label, template ...)."""

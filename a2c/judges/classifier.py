@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.judges.base import JUDGES, CacheOption, JudgeError, Pair, PairwiseJudge
+from a2c.judges.base import JUDGES, CacheOption, Pair, PairwiseJudge
 from a2c.judges.hf import CrossEncoder, cross_encoder, label_index
 
 PAPER_NLI_MODEL = "microsoft/deberta-v2-xxlarge-mnli"
@@ -30,10 +30,8 @@ class CrossEncoderJudge(PairwiseJudge):
                  offline: bool = False, label: str | None = None, cache: CacheOption = DEFAULT_CACHE_PATH
                  ) -> None:
         super().__init__(threshold=threshold, cache=cache)
-        if batch_size < 1:
-            raise JudgeError(f"judge {self.name!r}: batch_size must be >= 1, got {batch_size}")
         self.model = model
-        self.batch_size = batch_size
+        self.batch_size = self._batch_size(batch_size)
         self.max_length = max_length
         self.offline = offline
         self.wanted = (label,) if label else self.labels

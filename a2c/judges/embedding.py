@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.judges.base import JUDGES, CacheOption, JudgeError, Pair, PairwiseJudge
+from a2c.judges.base import JUDGES, CacheOption, Pair, PairwiseJudge
 from a2c.judges.hf import SentenceEncoder, sentence_encoder
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -29,10 +29,8 @@ class EmbeddingJudge(PairwiseJudge):
                  max_length: int | None = None, offline: bool = False,
                  cache: CacheOption = DEFAULT_CACHE_PATH) -> None:
         super().__init__(threshold=threshold, cache=cache)
-        if batch_size < 1:
-            raise JudgeError(f"judge 'embedding': batch_size must be >= 1, got {batch_size}")
         self.model = model
-        self.batch_size = batch_size
+        self.batch_size = self._batch_size(batch_size)
         self.max_length = max_length
         self.offline = offline
 

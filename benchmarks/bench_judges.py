@@ -39,6 +39,7 @@ import torch
 
 from a2c.data.truthfulqa import load_truthfulqa_csv
 from a2c.judges import build_judge
+from a2c.judges.hf import label_index
 from a2c.text import normalize
 
 DEFAULT_CSV = Path("..") / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
@@ -167,7 +168,9 @@ def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers, 
         batch_size = entail.batch_size
         scorer = entail.scorer
         network, tokenizer = scorer.network, scorer.tokenizer
-        entail_idx, contra_idx = 2, 0
+        # label columns from the model's own id2label, as the judges find them (never fixed indices)
+        entail_idx = label_index(network.config, ["entailment"], folder)
+        contra_idx = label_index(network.config, ["contradiction"], folder)
 
         def both() -> tuple[list[np.ndarray], list[np.ndarray]]:
             return entail.matrices(questions, outputs), contra.matrices(questions, outputs)

@@ -66,6 +66,20 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, value
 
 
+def per_pair_loop(outputs: list[list[str]], sample: list[int], one_pair: Callable[[str, str], object],
+                  error: Callable[[object, int, int, int], float]) -> tuple[float, int, float]:
+    """The baseline: one forward pass per ordered pair of differing answers of the sampled questions.
+    Returns the seconds spent, the pairs done, and the largest `error` against the batched matrices."""
+    seconds_total, done, max_diff = 0.0, 0, 0.0
+    for q in sample:
+        for i, j in differing_pairs(outputs[q]):
+            seconds, value = timed(lambda i=i, j=j, q=q: one_pair(outputs[q][i], outputs[q][j]))
+            seconds_total += seconds
+            done += 1
+            max_diff = max(max_diff, error(value, q, i, j))
+    return seconds_total, done, max_diff
+
+
 def raw_batch_rate(forward: Callable[[dict], object], encoded: dict, repeats: int = 3) -> float:
     """Inputs per second of the bare forward pass on one pre-tokenized batch (best of a few runs)."""
     size = encoded["input_ids"].shape[0]
@@ -143,13 +157,8 @@ def bench_embedding(questions, outputs, sample, batch_size) -> bool:
         pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
         return float((pooled[0] @ pooled[1]).clamp(0, 1))
 
-    max_diff, loop_s, done = 0.0, 0.0, 0
-    for q in sample:
-        for i, j in differing_pairs(outputs[q]):
-            seconds, value = timed(lambda i=i, j=j, q=q: one_pair(outputs[q][i], outputs[q][j]))
-            loop_s += seconds
-            done += 1
-            max_diff = max(max_diff, abs(value - mats[q][i, j]))
+    loop_s, done, max_diff = per_pair_loop(outputs, sample, one_pair,
+                                           lambda value, q, i, j: abs(value - mats[q][i, j]))
     rng = random.Random(0)
     pool = [t for o in outputs for t in o]
     batch = tokenizer(rng.sample(pool, batch_size), truncation=True, max_length=encoder.max_length,
@@ -184,14 +193,10 @@ def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers, 
             with torch.inference_mode():
                 return torch.softmax(network(**enc).logits.float(), -1)[0].numpy()
 
-        max_diff, loop_s, done = 0.0, 0.0, 0
-        for q in sample:
-            for i, j in differing_pairs(outputs[q]):
-                seconds, probs = timed(lambda i=i, j=j, q=q: one_pair(outputs[q][i], outputs[q][j]))
-                loop_s += seconds
-                done += 1
-                max_diff = max(max_diff, abs(probs[entail_idx] - e_mats[q][i, j]),
-                               abs(probs[contra_idx] - c_mats[q][i, j]))
+        loop_s, done, max_diff = per_pair_loop(
+            outputs, sample, one_pair,
+            lambda probs, q, i, j: max(abs(probs[entail_idx] - e_mats[q][i, j]),
+                                       abs(probs[contra_idx] - c_mats[q][i, j])))
         rng = random.Random(0)
         picks = [(o[i], o[j]) for o in outputs for i, j in differing_pairs(o)]
         chosen = rng.sample(picks, batch_size)

@@ -1,18 +1,21 @@
 """`a2c models prepare`: the GGUF → safetensors conversion vLLM needs, checked through the real CLI and
-by loading the result back through the transformers backend."""
+by loading the result back through the transformers backend; and the vLLM engine settings that need no
+vLLM install to check."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from pydantic import ValidationError
 
 from a2c.cli import main
 from a2c.errors import A2CError
-from a2c.llm import CachedGenerator, GenerationRequest, Message
+from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.transformers_backend import TransformersBackend
-from a2c.llm.vllm_backend import vllm_model_path
+from a2c.llm.vllm_backend import _use_every_core, vllm_model_path
 
 pytestmark = pytest.mark.slow
 
@@ -37,3 +40,34 @@ def test_conversion_refuses_non_gguf_and_vllm_asks_for_prepare(tmp_path):
     with pytest.raises(A2CError, match="a2c models prepare"):
         vllm_model_path(str(tmp_path / "missing.gguf"))
     assert vllm_model_path("org/some-hf-model") == "org/some-hf-model"
+
+
+def test_vllm_cpu_worker_gets_every_allowed_core_unless_the_environment_says_otherwise(monkeypatch):
+    env: dict[str, str] = {}
+    monkeypatch.setattr(os, "environ", env)
+    _use_every_core()
+    cores = sorted(os.sched_getaffinity(0))
+    assert env == {"VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, cores)),
+                   "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "OMP_NUM_THREADS": str(len(cores))}
+    env.clear()
+    env["VLLM_CPU_OMP_THREADS_BIND"] = "0"
+    _use_every_core()
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == "0"
+
+
+def test_vllm_block_size_must_be_a_multiple_of_16():
+    assert GeneratorConfig().vllm_block_size == 32
+    with pytest.raises(ValidationError, match="vllm_block_size"):
+        GeneratorConfig(vllm_block_size=24)
+
+
+def test_vllm_prepares_the_embedded_model_on_first_use(tmp_path, monkeypatch, capsys):
+    from a2c.llm.embedded import DEFAULT_MODEL
+
+    monkeypatch.chdir(tmp_path)
+    folder = vllm_model_path(DEFAULT_MODEL)
+    assert folder == str((tmp_path / "models" / DEFAULT_MODEL).resolve())
+    assert (tmp_path / "models" / DEFAULT_MODEL / "model.safetensors").is_file()
+    assert f"vllm: preparing {DEFAULT_MODEL}: [4/4]" in capsys.readouterr().out
+    assert vllm_model_path(DEFAULT_MODEL) == folder  # second use: no conversion
+    assert capsys.readouterr().out == ""

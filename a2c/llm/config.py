@@ -33,6 +33,10 @@ class GeneratorConfig(BaseModel):
     seed: int = Field(0, description="engine seed for vllm (per-request seeds crash its CPU build)")
     max_model_len: int = Field(2048, ge=64)
     vllm_kv_cache_gb: int = Field(1, ge=1)
+    # tokens per KV-cache block = the granularity of prefix caching: a prompt reuses only whole cached
+    # blocks, so vLLM-CPU's default of 128 recomputes ~64 shared few-shot tokens per prompt; 32 made our
+    # paraphrase prompts 2.5x faster on 2 cores
+    vllm_block_size: int = Field(32, ge=16, multiple_of=16)
 
     @field_validator("base_urls", mode="before")
     @classmethod

@@ -117,12 +117,11 @@ class JudgeConfig(BaseModel):
 
     @model_validator(mode="after")
     def _known_options(self) -> JudgeConfig:
-        from a2c.judges.presets import judge_options
+        from a2c.judges.presets import unknown_options
 
-        allowed = judge_options(self.name)
-        bad = sorted(set(self.options) - allowed)
-        if bad:
-            raise ValueError(f"judge {self.name!r} has no option(s) {bad}; it takes {sorted(allowed)}")
+        problem = unknown_options(self.name, self.options)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @property

@@ -16,6 +16,7 @@ arguments for options), so a typo fails before any model loads.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -45,13 +46,20 @@ def judge_options(name: str) -> set[str]:
     return names
 
 
+def unknown_options(name: str, options: Iterable[str]) -> str | None:
+    """What is wrong with a judge's option names, or None: the one message configs, presets and
+    `build_judge` all give."""
+    allowed = judge_options(name)
+    unknown = sorted(set(options) - allowed)
+    return f"judge {name!r} has no option(s) {unknown}; it takes {sorted(allowed)}" if unknown else None
+
+
 def build_judge(name: str, **options: Any) -> Judge:
     """A judge by registry name; `llm` takes `generator=` (a `Generator`, or `GeneratorConfig` fields)."""
     factory = JUDGES.get(name)
-    allowed = judge_options(name)
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise PresetError(f"judge {name!r} has no option(s) {unknown}; it takes {sorted(allowed)}")
+    problem = unknown_options(name, options)
+    if problem:
+        raise PresetError(problem)
     generator = options.get("generator")
     if isinstance(generator, dict):
         from a2c.llm import GeneratorConfig, build_generator
@@ -100,13 +108,11 @@ def parse_preset(path: Path, name: str | None = None) -> JudgePreset:
             raise PresetError(f"{path}: judges[{i}] needs a 'name'")
         options = {k: v for k, v in entry.items() if k != "name"}
         try:
-            allowed = judge_options(entry["name"])
+            problem = unknown_options(entry["name"], options)
         except A2CError as exc:
             raise PresetError(f"{path}: judges[{i}]: {exc}") from None
-        bad = sorted(set(options) - allowed)
-        if bad:
-            raise PresetError(f"{path}: judges[{i}] ({entry['name']}): unknown option(s) {bad}; "
-                              f"allowed: {sorted(allowed)}")
+        if problem:
+            raise PresetError(f"{path}: judges[{i}]: {problem}")
         specs.append(JudgeSpec(entry["name"], options))
     return JudgePreset(name or path.stem, str(data.get("description", "")).strip(), tuple(specs))
 

@@ -1,4 +1,6 @@
 import math
+import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -23,6 +25,14 @@ def test_normalize_is_idempotent(text):
     once = normalize(text)
     assert normalize(once) == once
     assert once == once.strip() and "  " not in once
+
+
+@given(st.text())
+def test_normalize_turns_exactly_the_unicode_punctuation_into_spaces(text):
+    # the definition, character by character (normalize itself uses a translate table)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    spaced = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in folded)
+    assert normalize(text) == re.sub(r"\s+", " ", spaced).strip()
 
 
 def test_cons_lex_counts_equal_ordered_pairs():

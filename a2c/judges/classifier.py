@@ -26,7 +26,7 @@ class CrossEncoderJudge(PairwiseJudge):
     directional = True
     labels: ClassVar[tuple[str, ...]]
 
-    def __init__(self, *, model: str, threshold: float, batch_size: int = 32, max_length: int | None = None,
+    def __init__(self, *, model: str, threshold: float, batch_size: int = 64, max_length: int | None = None,
                  offline: bool = False, label: str | None = None, cache: CacheOption = DEFAULT_CACHE_PATH
                  ) -> None:
         super().__init__(threshold=threshold, cache=cache)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from a2c.errors import A2CError
+from a2c.judges.deberta import trim_relative_attention
 
 
 class ModelNotFoundError(A2CError):
@@ -91,6 +92,7 @@ def load_pair_classifier(model: str, offline: bool = False) -> tuple[Any, Any]:
 
     tokenizer = _from_pretrained(AutoTokenizer, model, offline=offline)
     network = _from_pretrained(AutoModelForSequenceClassification, model, offline=offline)
+    trim_relative_attention(network)
     return network.eval(), tokenizer
 
 

@@ -163,3 +163,27 @@ def test_llm_judge_without_logprobs_parses_the_reply(smollm2):
     assert set(off_diagonal.tolist()) <= {0.0, 1.0}  # the parsed word decides: no probabilities
     unparsed_warnings = [w for w in caught if issubclass(w.category, UnparsedReplyWarning)]
     assert bool(unparsed_warnings) == (judge.unparsed > 0)
+
+
+@pytest.mark.parametrize("max_length", [512, 7])
+def test_encode_gives_what_the_tokenizer_call_gives(max_length):
+    """`encode` calls the Rust backend of fast tokenizers directly (and a Python tokenizer the usual way):
+    the same ids, type ids and masks as transformers' own call, truncation included."""
+    from transformers import ByT5Tokenizer
+
+    from a2c.judges.hf import encode
+    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.llm.transformers_backend import load_model
+    from tests.conftest import _tiny_tokenizer
+
+    firsts = [a for outputs in OUTPUTS for a in outputs] + ["word " * 40]
+    seconds = firsts[::-1]
+    for tokenizer in (_tiny_tokenizer(512), load_model(DEFAULT_MODEL)[0], ByT5Tokenizer()):  # WordPiece, BPE
+        for pair in (seconds, None):
+            expected = tokenizer(firsts, pair, truncation=True, max_length=max_length)
+            got = encode(tokenizer, firsts, pair, max_length)
+            assert set(got) == set(expected) and "input_ids" in got
+            for key in got:
+                assert got[key] == expected[key], (type(tokenizer).__name__, key)
+            if max_length == 7:
+                assert max(map(len, got["input_ids"])) == 7

@@ -169,16 +169,21 @@ def test_llm_judge_without_logprobs_parses_the_reply(smollm2):
 def test_encode_gives_what_the_tokenizer_call_gives(max_length):
     """`encode` calls the Rust backend of fast tokenizers directly (and a Python tokenizer the usual way):
     the same ids, type ids and masks as transformers' own call, truncation included."""
-    from transformers import ByT5Tokenizer
+    from transformers import ByT5Tokenizer, DebertaV2Tokenizer
 
     from a2c.judges.hf import encode
     from a2c.llm.embedded import DEFAULT_MODEL
     from a2c.llm.transformers_backend import load_model
     from tests.conftest import _tiny_tokenizer
 
+    # the long text makes both texts of a pair overflow at 7 tokens: `longest_first` must split them alike
     firsts = [a for outputs in OUTPUTS for a in outputs] + ["word " * 40]
     seconds = firsts[::-1]
-    for tokenizer in (_tiny_tokenizer(512), load_model(DEFAULT_MODEL)[0], ByT5Tokenizer()):  # WordPiece, BPE
+    # DeBERTa-v3's tokenizer class (Unigram + Metaspace) on a small vocabulary of our own
+    pieces = [("[PAD]", 0.0), ("[CLS]", 0.0), ("[SEP]", 0.0), ("[UNK]", 0.0), ("▁", -3.0), ("▁the", -1.0),
+              ("ing", -1.5)] + [(c, -2.0) for c in "abcdefghijklmnopqrstuvwxyzPGINS."]
+    unigram = DebertaV2Tokenizer(vocab=pieces, unk_id=3)
+    for tokenizer in (_tiny_tokenizer(512), load_model(DEFAULT_MODEL)[0], unigram, ByT5Tokenizer()):
         for pair in (seconds, None):
             expected = tokenizer(firsts, pair, truncation=True, max_length=max_length)
             got = encode(tokenizer, firsts, pair, max_length)

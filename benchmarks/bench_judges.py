@@ -15,7 +15,10 @@ sides). Two judges, each on the same model and inputs both ways:
 
 The per-pair baseline is what the paper's code does: one forward pass per ordered pair (pairs of identical
 normalised texts are skipped for it too). It is timed on a subsample and extrapolated to all pairs; its
-scores on that subsample must equal the batched matrices (max |diff| printed, must be ≤ 1e-5).
+scores on that subsample must equal the batched matrices (max |diff| printed, must be ≤ 1e-5). The
+target is held against a per-pair loop on the judge's own network, which carries the trimmed DeBERTa
+relative attention (`a2c/judges/deberta.py`), so the ratio credits batching and dedup only; the loop on
+the stock transformers model, as the paper's code runs it, is printed too.
 Throughput is compared with the model's raw speed on one maximal batch (batch-size inputs from the
 workload, pre-tokenized, forward pass only; informative only: length-sorted batches pad less than a random
 one, and on a shared machine the load changes between the two timings) and, held to the target, with the
@@ -170,6 +173,8 @@ def bench_embedding(questions, outputs, sample, batch_size) -> bool:
 
 
 def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers, attention) -> bool:
+    from transformers import AutoModelForSequenceClassification
+
     with tempfile.TemporaryDirectory() as tmp:
         folder = str(tiny_deberta(Path(tmp), hidden, layers, attention))
         entail = build_judge("entail", model=folder, cache=None, **sized(batch_size))
@@ -188,15 +193,20 @@ def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers, 
         n_pairs = sum(len(differing_pairs(o)) for o in outputs)
         scored = len(scorer._memo)
 
-        def one_pair(a: str, b: str) -> np.ndarray:
-            enc = tokenizer([a], [b], truncation=True, max_length=scorer.max_length, return_tensors="pt")
-            with torch.inference_mode():
-                return torch.softmax(network(**enc).logits.float(), -1)[0].numpy()
+        def one_pair_on(model) -> Callable[[str, str], np.ndarray]:
+            def one_pair(a: str, b: str) -> np.ndarray:
+                enc = tokenizer([a], [b], truncation=True, max_length=scorer.max_length, return_tensors="pt")
+                with torch.inference_mode():
+                    return torch.softmax(model(**enc).logits.float(), -1)[0].numpy()
+            return one_pair
 
-        loop_s, done, max_diff = per_pair_loop(
-            outputs, sample, one_pair,
-            lambda probs, q, i, j: max(abs(probs[entail_idx] - e_mats[q][i, j]),
-                                       abs(probs[contra_idx] - c_mats[q][i, j])))
+        def error(probs, q, i, j) -> float:
+            return max(abs(probs[entail_idx] - e_mats[q][i, j]), abs(probs[contra_idx] - c_mats[q][i, j]))
+
+        loop_s, done, max_diff = per_pair_loop(outputs, sample, one_pair_on(network), error)
+        # the paper's code runs the stock transformers model, without the judge's trimmed relative attention
+        stock = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+        stock_s, _, stock_diff = per_pair_loop(outputs, sample, one_pair_on(stock), error)
         rng = random.Random(0)
         picks = [(o[i], o[j]) for o in outputs for i, j in differing_pairs(o)]
         chosen = rng.sample(picks, batch_size)
@@ -206,9 +216,13 @@ def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers, 
         print(f"(cross-encoder: {scored:,} unique ordered pairs scored once for both entail and contra; "
               f"tiny DeBERTa-v2 with {attention} attention settings, hidden {hidden}, "
               f"{layers} layers, random weights)")
-        return report("entail + contra judges (tiny local DeBERTa-v2 cross-encoder)", n_pairs, batched_s,
-                      loop_s / done * n_pairs, done, scored / batched_s, raw, "pairs", max_diff,
-                      scorer.forward_seconds)
+        ok = report("entail + contra judges (tiny local DeBERTa-v2 cross-encoder)", n_pairs, batched_s,
+                    loop_s / done * n_pairs, done, scored / batched_s, raw, "pairs", max_diff,
+                    scorer.forward_seconds)
+        print(f"per-pair loop on stock transformers (the paper's code): {stock_s / done * n_pairs:.1f} s "
+              f"(extrapolated) = {stock_s / done * n_pairs / batched_s:.1f}x the batched pass; "
+              f"max |diff| {stock_diff:.2e}")
+        return ok and stock_diff <= 1e-5
 
 
 def main() -> int:
@@ -216,10 +230,10 @@ def main() -> int:
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
     parser.add_argument("--questions", type=int, default=817)
     parser.add_argument("--answers", type=int, default=8)
-    parser.add_argument("--baseline-questions", type=int, default=30,
+    parser.add_argument("--baseline-questions", type=int, default=60,
                         help="questions the per-pair loop is timed on (then extrapolated)")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="per forward pass (default: the judge's own; 64 embedding, 32 cross-encoder)")
+                        help="per forward pass (default: the judge's own; 64 for both judges)")
     parser.add_argument("--deberta-hidden", type=int, default=128)
     parser.add_argument("--deberta-layers", type=int, default=2)
     parser.add_argument("--deberta-attention", choices=sorted(ATTENTION), default="xxlarge",

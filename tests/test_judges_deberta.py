@@ -45,7 +45,7 @@ def _outputs(network, batch) -> tuple[torch.Tensor, torch.Tensor]:
 
 @settings(max_examples=30, deadline=None)
 @given(share_att_key=st.booleans(),
-       pos_att_type=st.sampled_from([["c2p"], ["p2c"], ["p2c", "c2p"]]),
+       pos_att_type=st.sampled_from([[], ["c2p"], ["p2c"], ["p2c", "c2p"]]),
        buckets=st.sampled_from([(-1, -1), (-1, 24), (8, 64), (256, 512)]),
        lengths=st.lists(st.integers(1, 90), min_size=1, max_size=5),
        seed=st.integers(0, 1000))

@@ -1,0 +1,118 @@
+"""Rows of the user's data files (JSONL, CSV, parquet), each with the line it came from.
+
+Every dataset and task loader reads its files through `read_table`, so a malformed file fails the same way
+everywhere: one `DatasetError` naming the file and the line (CSV/JSONL) or row (parquet).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2c.data.errors import DatasetError
+from a2c.files import DEFAULT_ENCODING, read_text
+
+ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record of a data file: `where` is `file:line` (`file:row N` for parquet), for error messages."""
+
+    where: str
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Table:
+    path: Path
+    columns: tuple[str, ...]  # in file order; for JSONL the union of the keys, first-seen order
+    rows: list[Row]
+
+    def require(self, *names: str) -> None:
+        """DatasetError naming the missing columns and the ones the file has."""
+        missing = [n for n in names if n not in self.columns]
+        if missing:
+            raise DatasetError(f"{self.path}: no column {', '.join(map(repr, missing))}; the file has "
+                               f"{', '.join(map(repr, self.columns)) or 'no columns'}",
+                               hint="map your column names under `columns:` in the dataset config")
+
+
+def _read_csv(path: Path, encoding: str) -> Table:
+    text = read_text(path, DatasetError, what="CSV file", encoding=encoding, hint=ENCODING_HINT)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[Row] = []
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        end = reader.line_num
+        for cells in reader:
+            start, end = end + 1, reader.line_num
+            if not any(cell.strip() for cell in cells):  # blank lines are no rows
+                continue
+            where = f"{path}:{start}"
+            if len(cells) != len(header):
+                raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a "
+                                   "comma or line break inside an unquoted cell?)")
+            rows.append(Row(where, dict(zip(header, cells, strict=True))))
+    except csv.Error as exc:
+        raise DatasetError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from None
+    return Table(path, tuple(header), rows)
+
+
+def _read_jsonl(path: Path, encoding: str) -> Table:
+    text = read_text(path, DatasetError, what="JSONL file", encoding=encoding, hint=ENCODING_HINT)
+    rows: list[Row] = []
+    columns: dict[str, None] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})",
+                               hint="a JSONL file holds one JSON object per line") from None
+        if not isinstance(value, dict):
+            raise DatasetError(f"{where}: expected a JSON object per line, got {type(value).__name__}")
+        columns.update(dict.fromkeys(value))
+        rows.append(Row(where, value))
+    return Table(path, tuple(columns), rows)
+
+
+def _read_parquet(path: Path, encoding: str) -> Table:
+    try:
+        import pyarrow.parquet as pq  # optional: the `data` extra
+    except ImportError:
+        raise DatasetError(f"{path}: reading parquet needs pyarrow (pip install 'a2c[data]'), or save the "
+                           "file as CSV or JSONL") from None
+    if not path.is_file():
+        raise DatasetError(f"parquet file not found: {path}")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file; all mean "not parquet"
+        raise DatasetError(f"{path}: not a readable parquet file: {exc}") from None
+    return Table(path, tuple(table.column_names),
+                 [Row(f"{path}:row {i + 1}", values) for i, values in enumerate(table.to_pylist())])
+
+
+READERS: dict[str, Callable[[Path, str], Table]] = {
+    ".csv": _read_csv, ".jsonl": _read_jsonl, ".parquet": _read_parquet}
+
+
+def read_table(path: str | Path, encoding: str = DEFAULT_ENCODING) -> Table:
+    """The rows of a data file, chosen by its suffix; a file with no rows is an error (an empty run would
+    look like a successful one)."""
+    path = Path(path)
+    reader = READERS.get(path.suffix.lower())
+    if reader is None:
+        raise DatasetError(f"{path}: unknown data file type {path.suffix or '(no suffix)'!r}; a2c reads "
+                           f"{', '.join(READERS)}")
+    table = reader(path, encoding)
+    if not table.rows:
+        raise DatasetError(f"{path}: no rows" + (", only a header" if table.columns else ""))
+    return table

@@ -14,7 +14,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from a2c.records import Question, RunFile, RunFileError
 from a2c.store import Store
 
 T = TypeVar("T")
+GENERATION_COUNTS = tuple(f.name for f in fields(GenerationStats))
 Slice = dict[str, Any]
 
 # not a file: the questions (and references) the run was given; stages that use them list it in `reads`
@@ -65,10 +66,10 @@ class RunContext:
     progress: bool = True
     _judges: dict[str, Judge] = field(default_factory=dict)
     # every generator used so far, with its counts when first used, so stages count deltas
-    _used: dict[int, tuple[Generator, tuple[int, int, int, int]]] = field(default_factory=dict)
+    _used: dict[int, tuple[Generator, GenerationStats]] = field(default_factory=dict)
 
     def _use(self, generator: Generator) -> Generator:
-        self._used.setdefault(id(generator), (generator, generator.stats.as_tuple()))
+        self._used.setdefault(id(generator), (generator, replace(generator.stats)))
         return generator
 
     @property
@@ -85,17 +86,17 @@ class RunContext:
             return self._use(self.generators.aux)
         return self._use(build_generator(self.config.aux_generator or self.config.generator))
 
-    def counts(self) -> dict[int, tuple[int, int, int, int]]:
-        """(generated, cached, prompt tokens, completion tokens) of every generator used so far."""
-        return {key: generator.stats.as_tuple() for key, (generator, _) in self._used.items()}
+    def counts(self) -> dict[int, GenerationStats]:
+        """A copy of the counts of every generator used so far."""
+        return {key: replace(generator.stats) for key, (generator, _) in self._used.items()}
 
-    def counts_since(self, before: dict[int, tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
-        total = [0, 0, 0, 0]
-        for key, now in self.counts().items():
-            start = before.get(key, self._used[key][1])
-            for i in range(4):
-                total[i] += now[i] - start[i]
-        return total[0], total[1], total[2], total[3]
+    def add_counts_since(self, before: dict[int, GenerationStats], stats: GenerationStats) -> None:
+        """Add to `stats` what every generator did since `before` (from its first use, if it is new)."""
+        for key, (generator, first) in self._used.items():
+            start = before.get(key, first)
+            for name in GENERATION_COUNTS:
+                done = getattr(generator.stats, name) - getattr(start, name)
+                setattr(stats, name, getattr(stats, name) + done)
 
     def judges(self) -> dict[str, Judge]:
         """Judges by name, built once; the `llm` judge asks the main generator unless it names one."""
@@ -171,6 +172,17 @@ class Decision:
     why: str
 
 
+def damaged_outputs(ctx: RunContext, stage: Stage) -> list[str]:
+    """Outputs whose content is no longer what the stage wrote (truncated, edited, replaced), by the
+    digests its marker recorded; none for a stage not run yet or whose marker predates the digests."""
+    try:
+        marker = ctx.store.read_json(stage.marker) if ctx.store.exists(stage.marker) else {}
+    except RunFileError:
+        return []
+    recorded = marker.get("outputs", {}) if isinstance(marker, dict) else {}
+    return [name for name, digest in recorded.items() if ctx.store.digest(name) not in (digest, None)]
+
+
 def decide(ctx: RunContext, stage: Stage) -> Decision:
     """The stage's key now against the one its marker recorded; on a mismatch, what changed."""
     # through JSON, so the slice compares equal to the one a marker stored
@@ -188,8 +200,12 @@ def decide(ctx: RunContext, stage: Stage) -> Decision:
         why = "its marker holds no key (an older a2c wrote it, or it is damaged)"
     elif marker["key"] == key:
         missing = [file.name for file in stage.writes if not ctx.store.exists(file.name)]
-        reuse = not missing
-        why = f"output missing: {', '.join(missing)}" if missing else "same config slice and inputs"
+        damaged = damaged_outputs(ctx, stage)
+        reuse = not missing and not damaged
+        why = (f"output missing: {', '.join(missing)}" if missing
+               else f"output damaged or edited since it was written: {', '.join(damaged)}; made again, the "
+                    "request cache serves its model calls" if damaged
+               else "same config slice and inputs")
     else:
         old_slice, old_inputs = marker.get("slice", {}), marker.get("inputs", {})
         changed = sorted(k for k in {*old_slice, *config_slice} if old_slice.get(k) != config_slice.get(k))
@@ -198,6 +214,21 @@ def decide(ctx: RunContext, stage: Stage) -> Decision:
             + ([f"input changed: {', '.join(inputs_changed)}"] if inputs_changed else [])
         why = "; ".join(parts) or "stage key changed"
     return Decision(key, config_slice, inputs, reuse, why)
+
+
+def run_stage(ctx: RunContext, stage: Stage, decision: Decision) -> StageStats:
+    """Run one stage and record its marker: the key it ran under and the digests of what it wrote."""
+    stats = StageStats(why=decision.why)
+    before = ctx.counts()
+    started = time.perf_counter()
+    stage.run(ctx, stats)
+    stats.seconds = time.perf_counter() - started
+    ctx.add_counts_since(before, stats)
+    ctx.store.write_json(stage.marker, {"key": decision.key, "slice": decision.config_slice,
+                                        "inputs": decision.inputs,
+                                        "outputs": {f.name: ctx.store.digest(f.name) for f in stage.writes},
+                                        "stats": asdict(stats)})
+    return stats
 
 
 def run_stages(ctx: RunContext, stages: Sequence[Stage], log: Callable[[str], None] | None = None
@@ -213,16 +244,6 @@ def run_stages(ctx: RunContext, stages: Sequence[Stage], log: Callable[[str], No
         decision = decide(ctx, stage)
         if log is not None:
             log(f"{stage.name}: {'reused' if decision.reuse else 'runs'} ({decision.why})")
-        if decision.reuse:
-            results[stage.name] = StageStats(skipped=True, why=decision.why)
-            continue
-        stats = StageStats(why=decision.why)
-        before = ctx.counts()
-        started = time.perf_counter()
-        stage.run(ctx, stats)
-        stats.seconds = time.perf_counter() - started
-        stats.generated, stats.cached, stats.prompt_tokens, stats.completion_tokens = ctx.counts_since(before)
-        ctx.store.write_json(stage.marker, {"key": decision.key, "slice": decision.config_slice,
-                                            "inputs": decision.inputs, "stats": asdict(stats)})
-        results[stage.name] = stats
+        results[stage.name] = (StageStats(skipped=True, why=decision.why) if decision.reuse
+                               else run_stage(ctx, stage, decision))
     return results

@@ -46,10 +46,16 @@ Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer t
 
 # -- config slices: only what a stage's outputs depend on -------------------------------------------------
 
+# backends that cut prompts longer than `max_model_len` themselves (a server applies its own limit)
+_CUTS_PROMPTS = frozenset({"transformers", "vllm"})
+
+
 def _model(config: GeneratorConfig) -> Slice:
-    """A generator as the request cache keys it, so a stage is reused exactly when the cache would serve
-    its generations (batch sizes, URLs, timeouts and the cache path change no output)."""
-    return {"backend": config.backend, "model": config.model}
+    """A generator as the request cache serves it, so a stage is reused exactly when the cache would serve
+    its generations: the request cache key plus the context a long prompt is cut to (batch sizes, URLs,
+    timeouts, the cache path and `context_policy`, which only refuses or cuts, change no output)."""
+    model = {"backend": config.backend, "model": config.model}
+    return {**model, "max_model_len": config.max_model_len} if config.backend in _CUTS_PROMPTS else model
 
 
 def _techniques(config: ExperimentConfig) -> list[Slice]:
@@ -222,8 +228,9 @@ def run_metrics(ctx: RunContext, stats: StageStats) -> None:
     judges = ctx.judges()
     specs = ctx.config.accuracy.similarities
     # accuracy of every answer of the run, one batched call per similarity
-    flat = [(p, q.id, s, k) for p in phases for q in ctx.questions for s in SOURCES
-            for k in range(len(sets[p][q.id][s]))]
+    # questions without references have no accuracy: they are left out here, their rows get none
+    flat = [(p, q.id, s, k) for p in phases for q in ctx.questions if ctx.records[q.id].has_references
+            for s in SOURCES for k in range(len(sets[p][q.id][s]))]
     answers = [sets[p][qid][s][k] for p, qid, s, k in flat]
     refs = [ctx.records[qid] for _, qid, _, _ in flat]
     scores = {spec.name: dict(zip(flat, score_answers(spec.name, answers, refs, **spec.options), strict=True))
@@ -234,19 +241,22 @@ def run_metrics(ctx: RunContext, stats: StageStats) -> None:
         for q in ctx.questions:
             for s in SOURCES:
                 texts = sets[p][q.id][s]
-                accurate = [scores[primary][(p, q.id, s, k)].acc == 1.0 for k in range(len(texts))]
+                referenced = ctx.records[q.id].has_references
+                accurate = [scores[primary][(p, q.id, s, k)].acc == 1.0 for k in range(len(texts))] \
+                    if referenced else None
                 per_judge = {}
                 for name, judge in judges.items():
                     m = matrices[p][(name, s, q.id)]
                     per_judge[name] = judge_scores(m, judge.equivalent(m), accurate)
                 accuracy: dict[str, Accuracy | None] = {}
-                for spec in specs:
+                for spec in specs if referenced else ():
                     per_answer = [scores[spec.name][(p, q.id, s, k)] for k in range(len(texts))]
                     accuracy[spec.name] = Accuracy(
                         max_true=float(np.mean([a.max_true for a in per_answer])),
                         diff=float(np.mean([a.diff for a in per_answer])),
                         acc=float(np.mean([a.acc for a in per_answer]))) if per_answer else None
-                rows.append(MetricRow(id=q.id, source=s, phase=p, n=len(texts), n_accurate=sum(accurate),
+                rows.append(MetricRow(id=q.id, source=s, phase=p, n=len(texts),
+                                      n_accurate=None if accurate is None else sum(accurate),
                                       cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
     ctx.store.write_rows(METRICS, rows)
     ctx.store.write_json(SUMMARY.name, summarize_metrics(ctx.store, ctx.config, ctx.config.generator.model))

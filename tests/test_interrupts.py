@@ -242,3 +242,42 @@ def test_timeout_and_retries_are_honoured(server):
         generator.generate([GenerationRequest(prompt="hi")])
     assert 1.2 <= time.monotonic() - started < 3.0  # two 0.5 s attempts and one 0.2 s wait
     assert len(server.arrived) == 2
+
+
+def _run_config(tmp_path: Path, server: SlowServer) -> Path:
+    config = tmp_path / "slow.yaml"
+    config.write_text(textwrap.dedent(f"""
+        name: slow
+        limit: 1
+        output: {tmp_path / "run"}
+        generator: {{backend: openai, model: x, base_urls: ["{server.url}"], interrupt_grace: 0.5}}
+        judges: [exact]
+        accuracy: {{similarities: [rouge1]}}
+    """))
+    return config
+
+
+def test_a_second_run_on_a_live_run_folder_refuses_and_force_deletes_nothing(server, tmp_path):
+    server.reset(delays=[HANG] * 8)  # the first run holds the folder while its paraphrase requests hang
+    config = _run_config(tmp_path, server)
+    first = _start(["-m", "a2c", "run", str(config), "--no-progress"], tmp_path)
+    server.wait_for(lambda: len(server.arrived) >= 1)
+    written = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert "run.json" in written and "config.yaml" in written
+    try:
+        for extra in ([], ["--force"]):
+            second = subprocess.run([sys.executable, "-m", "a2c", "run", str(config), *extra], cwd=tmp_path,
+                                    capture_output=True, text=True, timeout=120)
+            assert second.returncode == 2, second.stderr
+            assert f"is in use by another a2c run (pid {first.pid})" in second.stderr
+            assert "Traceback" not in second.stderr
+            assert sorted(p.name for p in (tmp_path / "run").iterdir()) == written  # --force removed nothing
+        assert len(server.arrived) <= 8  # the refused runs asked the server nothing
+    finally:
+        _interrupt(first)
+    assert first.returncode == 130
+    # the lock went with its holder: the folder is usable again at once
+    server.reset()
+    again = subprocess.run([sys.executable, "-m", "a2c", "run", str(config), "--no-progress"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from a2c.config import load_config, parse_config
-from a2c.pipeline import RunFolderError, prepare_run_folder
+from a2c.config import load_config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,20 +144,6 @@ def test_matrices_match_the_answer_sets(resumed):
         if row["n"] >= 2:
             off = (m.sum() - np.trace(m)) / (row["n"] * (row["n"] - 1))
             assert row["judges"]["embedding"]["cons_sem"] == pytest.approx(off)
-
-
-def test_a_folder_of_another_experiment_is_refused_unless_forced(resumed, tmp_path):
-    run = resumed["run"]
-    other = load_config(resumed["config"]).model_copy(update={"name": "other"})
-    with pytest.raises(RunFolderError, match="holds a run of experiment 'quickstart', not 'other'"):
-        prepare_run_folder(other, run, force=False)
-    stray = tmp_path / "stray"
-    stray.mkdir()
-    (stray / "notes.txt").write_text("mine")
-    with pytest.raises(RunFolderError, match="holds no a2c run"):
-        prepare_run_folder(parse_config("name: x"), stray, force=False)
-    folder = prepare_run_folder(parse_config("name: x"), stray, force=True)
-    assert folder.read_json("run.json") == {"name": "x"}
 
 
 def test_cli_refuses_another_experiment_in_one_line(resumed):

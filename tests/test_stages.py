@@ -19,10 +19,11 @@ from a2c.config import ExperimentConfig
 from a2c.data import load_records
 from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
-from a2c.pipeline import RunFolderError, RunResult, prepare_run_folder, run_experiment
-from a2c.records import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES
+from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, rescore_run, run_experiment
+from a2c.records import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, RunFile
+from a2c.stage import Generators, RunContext, Stage, run_stages
 from a2c.stages import STAGES
-from a2c.store import RunFolder
+from a2c.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, and a two-line one that fails the paraphrase checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
@@ -101,14 +102,57 @@ def test_new_temperatures_rerun_answers_onward(root):
     assert sorted({g.temperature for g in generations if g.source == "temperature"}) == [0.5, 1.5]
 
 
-def test_a_hand_truncated_file_reruns_the_stages_that_read_it(root):
+def _truncate(lines: list[str]) -> list[str]:
+    return lines[:-2]
+
+
+def _garble(lines: list[str]) -> list[str]:
+    return [*lines[:3], lines[3][: len(lines[3]) // 2] + "\n", *lines[4:]]
+
+
+def _edit(lines: list[str]) -> list[str]:
+    row = json.loads(lines[0])
+    row["short"] = "an answer typed in by hand"
+    return [json.dumps(row) + "\n", *lines[1:]]
+
+
+def _reorder(lines: list[str]) -> list[str]:
+    return lines[::-1]
+
+
+@pytest.mark.parametrize("damage", [_truncate, _garble, _edit, _reorder])
+def test_a_damaged_stage_file_is_made_again_from_the_cache_and_nothing_after_it_changes(root, damage):
     path = root / "run" / "generations.jsonl"
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:-2]))
-    result = run_experiment(_config(root), progress=False)
-    assert _ran(result) == EVERY_STAGE[2:]  # the answers stage itself is done: the file is taken as it is
-    assert result.stages["a2c"].why == "input changed: generations.jsonl"
-    assert len(RunFolder(root / "run").read_rows(GENERATIONS)) == len(lines) - 2
+    clean = path.read_bytes()
+    metrics = (root / "run" / "metrics.jsonl").read_bytes()
+    path.write_text("".join(damage(clean.decode().splitlines(keepends=True))))
+    lines: list[str] = []
+    result = run_experiment(_config(root), progress=False, log=lines.append)
+    assert _ran(result) == ["answers"]  # the same file again: every reader of it is reused
+    assert lines[1] == ("answers: runs (output damaged or edited since it was written: generations.jsonl; "
+                        "made again, the request cache serves its model calls)")
+    assert result.stages["answers"].generated == 0 and result.stages["answers"].cached > 0
+    assert path.read_bytes() == clean
+    assert (root / "run" / "metrics.jsonl").read_bytes() == metrics
+
+
+def test_a_damaged_run_json_is_refused_and_force_starts_over(root):
+    (root / "run" / "run.json").write_text('{"name": "fa')
+    with pytest.raises(RunFolderError, match=r"run\.json is damaged") as caught:
+        run_experiment(_config(root), progress=False)
+    assert "--force" in (caught.value.hint or "")
+    result = run_experiment(_config(root), progress=False, force=True)
+    assert _ran(result) == EVERY_STAGE
+    assert result.totals().generated == 0  # the request cache held every call
+
+
+def test_report_on_a_damaged_run_says_how_to_repair_it(root):
+    path = root / "run" / "generations.jsonl"
+    path.write_text(path.read_text()[:-40])
+    with pytest.raises(RunFolderError, match=r"files changed since their stage wrote them \(answers: "
+                       r"generations\.jsonl\)") as caught:
+        rescore_run(root / "run")
+    assert caught.value.hint is not None and "a2c run" in caught.value.hint
 
 
 def test_an_interrupted_stage_reruns_from_the_cache_and_same_outputs_stop_the_wave(root):
@@ -169,15 +213,17 @@ def test_sets_before_and_after_counts_and_masks(finished):
 
 
 def test_a_folder_of_another_experiment_or_no_run_is_refused_unless_forced(finished, tmp_path):
-    with pytest.raises(RunFolderError, match="holds a run of experiment 'fast', not 'other'"):
-        prepare_run_folder(_config(tmp_path, name="other"), finished / "run", force=False)
+    with pytest.raises(RunFolderError, match="holds a run of experiment 'fast', not 'other'"), \
+            claim_run_folder(_config(tmp_path, name="other"), finished / "run", force=False):
+        pass
     stray = tmp_path / "stray"
     stray.mkdir()
     (stray / "notes.txt").write_text("mine")
-    with pytest.raises(RunFolderError, match="holds no a2c run"):
-        prepare_run_folder(_config(tmp_path), stray, force=False)
-    folder = prepare_run_folder(_config(tmp_path), stray, force=True)
-    assert folder.read_json("run.json") == {"name": "fast"} and (stray / "notes.txt").is_file()
+    with pytest.raises(RunFolderError, match="holds no a2c run"), \
+            claim_run_folder(_config(tmp_path), stray, force=False):
+        pass
+    with claim_run_folder(_config(tmp_path), stray, force=True) as folder:
+        assert folder.read_json("run.json") == {"name": "fast"} and (stray / "notes.txt").is_file()
 
 
 # with seed 6 two paraphrases of the question fail their checks: both leave them out of Y_c
@@ -211,3 +257,25 @@ def test_probe_and_run_ask_the_same_prompts_and_get_the_same_rows(tmp_path, monk
     assert sum(not p.ok for row in folder.read_rows(PARAPHRASES) for p in row.paraphrases) == failed
     assert len(y_c) == 4 - failed and len(choice.asked) == len(choice.candidates) == len(choice.generations)
     assert json.loads(json.dumps(choice.consistency)) == choice.consistency
+
+
+def test_stage_stats_count_every_generation_counter_including_cut_prompts(tmp_path):
+    """Each stage reports the deltas of every generator it used, `truncated` (prompts cut to fit) too."""
+    config = _config(tmp_path)
+    main = build_generator(config.generator)
+    aux = build_generator(config.generator, model="scripted:x|y")
+
+    def ask(ctx: RunContext, stats: Any) -> None:
+        for generator, cut in ((ctx.generator, 2), (ctx.aux, 1)):
+            generator.generate([GenerationRequest(prompt=f"Q{i}?", max_tokens=4) for i in range(3)])
+            generator.stats.truncated += cut  # as a backend counts a prompt it cut
+        ctx.store.write_text("out.txt", "done")
+
+    stage = Stage("ask", reads=(), writes=(RunFile("out.txt"),), config_slice=lambda c: {}, run=ask)
+    ctx = RunContext(config, MemoryStore(), [], generators=Generators(main, aux))
+    first = run_stages(ctx, [stage])["ask"]
+    assert (first.generated + first.cached, first.truncated) == (6, 3)
+    assert first.prompt_tokens > 0
+    ctx.store.delete(stage.marker)
+    again = run_stages(ctx, [stage])["ask"]  # counts are deltas: the second run adds its own only
+    assert (again.generated, again.cached, again.truncated) == (0, 6, 3)

@@ -90,9 +90,6 @@ class GenerationStats:
     completion_tokens: int = 0
     truncated: int = 0
 
-    def as_tuple(self) -> tuple[int, int, int, int]:
-        return self.generated, self.cached, self.prompt_tokens, self.completion_tokens
-
 
 @runtime_checkable
 class Generator(Protocol):

@@ -155,11 +155,25 @@ def test_bad_input_is_one_error_line_exit_2_before_anything_runs(case, tmp_path)
 
 def test_debug_shows_the_traceback_too(tmp_path):
     (tmp_path / "exp.yaml").write_bytes(b"name: caf\xe9\n")
-    for args, env in ((["--debug", "run", "exp.yaml"], {}), (["run", "exp.yaml"], {"A2C_DEBUG": "1"})):
+    cases = ((["--debug", "run", "exp.yaml"], {}), (["run", "exp.yaml", "--debug"], {}),
+             (["run", "exp.yaml"], {"A2C_DEBUG": "1"}))
+    for args, env in cases:
         done = _a2c(args, tmp_path, **env)
         assert done.returncode == 2
         assert "Traceback" in done.stderr and "ConfigError" in done.stderr
         assert done.stderr.splitlines()[-2].startswith("a2c: error: exp.yaml:1: not UTF-8 text")
+
+
+@pytest.mark.parametrize(("argv", "debug"), [
+    (["metrics", "rc", "--bundles", "1", "--correct", "1", "--consistent", "1", "--debug"], True),
+    (["--debug", "metrics", "rc", "--bundles", "1", "--correct", "1", "--consistent", "1"], True),
+    (["metrics", "rc", "--bundles", "1", "--correct", "1", "--consistent", "1"], False),
+    (["report", "runs/x", "--debug"], True),
+])
+def test_debug_is_accepted_after_any_subcommand(argv, debug):
+    from a2c.cli import build_parser
+
+    assert build_parser().parse_args(argv).debug is debug
 
 
 def test_latin1_csv_loads_with_its_encoding_and_a_bom_is_read_as_utf8(tmp_path):

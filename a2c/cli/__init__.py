@@ -30,12 +30,24 @@ def build_parser() -> argparse.ArgumentParser:
         "pairwise judges, consistency metrics and Ask-to-Choose.",
     )
     parser.add_argument("--version", action="version", version=f"a2c {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an error (also: environment variable A2C_DEBUG=1)")
+    debug_help = "show the traceback of an error (also: environment variable A2C_DEBUG=1)"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"a2c.cli.{name}").register(sub)
+    _debug_everywhere(parser, debug_help)
     return parser
+
+
+def _debug_everywhere(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`a2c run x.yaml --debug` works as `a2c --debug run x.yaml` does (users append it to the command
+    that failed), at every level of subcommands; SUPPRESS keeps an absent flag from resetting a given one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in {id(p): p for p in action.choices.values()}.values():
+                command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                     help=help_text)
+                _debug_everywhere(command, help_text)
 
 
 def _one_line(text: str) -> str:

@@ -7,7 +7,6 @@ no option is kept as *unparsed*: it is counted and left out of the chosen set, n
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from a2c.records import (
     Question,
     Source,
 )
+from a2c.seeds import stable_seed
 from a2c.store import MemoryStore
 from a2c.text import normalize
 from a2c.variation import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
@@ -216,14 +216,8 @@ def rank_items(question_index: int, question: str, source: Source, shown_questio
     if not options.options:
         return []
     return [RankItem(question_index, source, slot, shown, options, temperature,
-                     seed=hash_seed(seed, question, source, slot))
+                     seed=stable_seed(seed, question, source, slot))
             for slot, (shown, temperature) in enumerate(zip(shown_questions, temperatures, strict=True))]
-
-
-def hash_seed(seed: int, *parts: object) -> int:
-    """A stable per-item seed (Python's hash() is salted per process, so it would break the cache)."""
-    digest = hashlib.sha256(repr((seed, *parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "big")
 
 
 def choose(generator: Generator, items: Sequence[RankItem], *, top_p: float = 0.9,
@@ -292,7 +286,7 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     Returns the choices per question, paraphrase slots first.
     """
     fresh = paraphrase_questions(generator, list(questions), list(techniques),
-                                 seed=hash_seed(seed, "a2c-fresh"), max_tokens=paraphrase_max_tokens)
+                                 seed=stable_seed(seed, "a2c-fresh"), max_tokens=paraphrase_max_tokens)
     items: list[RankItem] = []
     for qi, question in enumerate(questions):
         shown = [p.text if p.ok else question for p in fresh[qi]]

@@ -13,7 +13,7 @@ from dataclasses import asdict
 import numpy as np
 from tqdm import tqdm
 
-from a2c.choose import ask_to_choose, hash_seed
+from a2c.choose import ask_to_choose
 from a2c.config import ExperimentConfig
 from a2c.llm import GeneratorConfig
 from a2c.metrics import cons_lex
@@ -38,6 +38,7 @@ from a2c.records import (
 )
 from a2c.report import REPORT_FILES, summarize_metrics, write_report
 from a2c.scoring import judge_scores, score_answers
+from a2c.seeds import stable_seed
 from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats
 from a2c.variation import AnswerTask, answer, paraphrase_questions, temperature_tasks
 
@@ -135,7 +136,7 @@ def run_answers(ctx: RunContext, stats: StageStats) -> None:
                 if not p.ok:
                     continue  # a paraphrase that failed its checks twice is left out of Y_c (and counted)
                 tasks.append(AnswerTask(p.text, var.paraphrase_temperature, var.top_p,
-                                        hash_seed(seed, q.question, "paraphrase", slot)))
+                                        stable_seed(seed, q.question, "paraphrase", slot)))
                 slots.append((q.id, "paraphrase", slot, p.technique))
         for q in chunk:
             samples = temperature_tasks([q.question], var.temperatures, top_p=var.top_p, samples=var.samples,
@@ -213,7 +214,7 @@ def run_a2c(ctx: RunContext, stats: StageStats) -> None:
             ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
             [sets[q.id]["temperature"] for q in chunk], [temperatures[q.id] for q in chunk],
             techniques=cfg.variation.resolved_techniques(), top_p=cfg.variation.top_p,
-            seed=hash_seed(cfg.seed, "a2c"), rank_temperature=cfg.a2c.rank_temperature,
+            seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.a2c.rank_temperature,
             max_tokens=cfg.a2c.max_tokens, paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
             idk_text=cfg.a2c.idk_text)
         rows += [c.row(q.id) for q, per_question in zip(chunk, choices, strict=True) for c in per_question]

@@ -7,13 +7,13 @@ seed and are flagged (`ok=False`) if still bad, never silently dropped.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from a2c.llm.base import GenerationRequest, Generator, Message
 from a2c.prompts import PromptTemplate, load_template
+from a2c.seeds import stable_seed
 from a2c.text import normalize
 
 
@@ -98,11 +98,6 @@ def paraphrase_problem(question: str, text: str) -> str | None:
     return None
 
 
-def _derived_seed(*parts: object) -> int:
-    digest = hashlib.sha256(repr(parts).encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
 def paraphrase_questions(aux: Generator, questions: Sequence[str],
                          techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, *, seed: int = 0,
                          temperature: float = 0.7, top_p: float = 0.95, max_tokens: int = 64,
@@ -114,7 +109,7 @@ def paraphrase_questions(aux: Generator, questions: Sequence[str],
     slots = [(q, k) for q in range(len(questions)) for k in range(len(techniques))]
     requests = [GenerationRequest(messages=paraphrase_messages(tmpl, techniques, k, questions[q]),
                                   temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                                  seed=_derived_seed(seed, questions[q], techniques[k].name))
+                                  seed=stable_seed(seed, questions[q], techniques[k].name, bits=31))
                 for q, k in slots]
     texts = [clean_paraphrase(g.text) for g in aux.generate(requests)]
     problems = [paraphrase_problem(questions[q], t) for (q, _), t in zip(slots, texts, strict=True)]
@@ -122,7 +117,7 @@ def paraphrase_questions(aux: Generator, questions: Sequence[str],
     retry = [s for s, p in enumerate(problems) if p is not None]
     if retry:
         # another seed, and some randomness even if the first pass was greedy
-        again = [replace(requests[s], seed=_derived_seed(seed, "retry", requests[s].seed),
+        again = [replace(requests[s], seed=stable_seed(seed, "retry", requests[s].seed, bits=31),
                          temperature=max(temperature, 0.7)) for s in retry]
         for s, gen in zip(retry, aux.generate(again), strict=True):
             text = clean_paraphrase(gen.text)
@@ -158,7 +153,7 @@ def temperature_tasks(questions: Sequence[str], temperatures: Sequence[float], *
         raise ValueError(f"samples must be >= 1, got {samples}")
     if not temperatures:
         raise ValueError("temperatures must not be empty")
-    return [AnswerTask(q, float(t), top_p, _derived_seed(seed, q, float(t), i))
+    return [AnswerTask(q, float(t), top_p, stable_seed(seed, q, float(t), i, bits=31))
             for q in questions for t in temperatures for i in range(samples)]
 
 

@@ -7,7 +7,7 @@ paraphrase techniques are checked against their registries, so a bad name fails 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import yaml
 from pydantic import (
@@ -22,10 +22,17 @@ from pydantic import (
     model_validator,
 )
 
+from a2c.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding, parse_yaml, read_text
 from a2c.llm import GeneratorConfig
 from a2c.registry import Registry, UnknownNameError
+
+if TYPE_CHECKING:
+    from a2c.classification.config import ClassificationConfig
+
+# a config of any task: what `parse_config` and `load_config` return
+TaskConfig: TypeAlias = "ExperimentConfig | ClassificationConfig"
 
 
 class ConfigError(A2CError, ValueError):
@@ -46,10 +53,22 @@ class _Strict(BaseModel):
 
 
 class DatasetConfig(_Strict):
+    """Which questions a run asks: `quickstart`, `truthfulqa`, or your own (`file`, `hf`) with a column map.
+
+    Each dataset declares the settings it reads (`a2c.data.DATASETS`); one it does not read is an error
+    here, so a misplaced `columns:` or `split:` never goes silently unused.
+    """
+
     name: str = "quickstart"
-    # a local file (TruthfulQA CSV), relative to the working directory; None = built in / the hub
+    # a local file (TruthfulQA CSV; .jsonl/.csv/.parquet for `file`), relative to the working directory, or
+    # the hub dataset's owner/name for `hf`; None = built in / TruthfulQA from the hub
     path: str | None = None
     encoding: str = DEFAULT_ENCODING  # of `path`; the default reads UTF-8 with or without a byte-order mark
+    columns: ColumnMap | None = None  # record field → column name (`file`, `hf`)
+    separator: str = Field(";", min_length=1)  # splits a list cell that is not a JSON list
+    config: str | None = Field(None, min_length=1)  # hub dataset configuration (`hf`)
+    split: str | None = Field(None, min_length=1)  # hub split (`hf`); None = the only one
+    revision: str | None = Field(None, min_length=1)  # hub git revision (`hf`)
 
     @field_validator("name")
     @classmethod
@@ -62,6 +81,24 @@ class DatasetConfig(_Strict):
     @classmethod
     def _decodable(cls, encoding: str) -> str:
         return check_encoding(encoding)
+
+    @model_validator(mode="after")
+    def _settings_it_reads(self) -> DatasetConfig:
+        from a2c.data import DATASETS, given_settings
+
+        if self.name in DATASETS:
+            DATASETS.get(self.name).check(self.name, given_settings(self.settings() | {"path": self.path}))
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The source settings besides name, path and encoding, as `a2c.data.load_records` takes them."""
+        return {k: getattr(self, k) for k in ("columns", "separator", "config", "split", "revision")}
+
+    def load(self, limit: int | None = None) -> list[Any]:
+        """The dataset's `QARecord`s (the first `limit`)."""
+        from a2c.data import load_records
+
+        return load_records(self.name, self.path, limit, encoding=self.encoding, **self.settings())
 
 
 class TechniqueConfig(_Strict):
@@ -220,6 +257,7 @@ class A2CConfig(_Strict):
 
 
 class ExperimentConfig(_Strict):
+    task: Literal["qa"] = "qa"  # the paper's pipeline; `classification` has its own config model
     name: str = Field(min_length=1)
     seed: int = 0
     limit: int | None = Field(None, ge=1)  # the first N questions of the dataset
@@ -270,6 +308,11 @@ class ExperimentConfig(_Strict):
     def run_dir(self) -> Path:
         return Path(self.output) if self.output else Path("runs") / self.name
 
+    def check_data(self) -> None:
+        """Read a local or hub dataset through (columns and every row), so a bad one fails at load."""
+        if self.dataset.path is not None:
+            self.dataset.load()
+
 
 def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """1-based line of the deepest YAML node on a pydantic error path (key node for mappings)."""
@@ -298,13 +341,31 @@ def _describe(error: dict[str, Any], root: yaml.Node | None, source: str) -> str
     return f"{where}: {key}: {message}"
 
 
-def parse_config(text: str, source: str = "<config>") -> ExperimentConfig:
-    """Validate config text; every problem is reported as `file:line: key: message`."""
+def _task_model(task: str) -> type[BaseModel]:
+    """The config model of a task; `qa` (the paper's pipeline) is the default when a file names none."""
+    if task == "classification":
+        from a2c.classification.config import ClassificationConfig
+
+        return ClassificationConfig
+    return ExperimentConfig
+
+
+TASKS = ("qa", "classification")
+
+
+def parse_config(text: str, source: str = "<config>") -> TaskConfig:
+    """Validate config text; every problem is reported as `file:line: key: message`. The top-level `task`
+    key picks the config model (`qa` when absent)."""
     data, root = parse_yaml(text, source, ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level")
+    task = data.get("task", "qa")
+    if task not in TASKS:
+        line = _node_line(root, ("task",))
+        raise ConfigError(f"{source}{f':{line}' if line else ''}: task: unknown task {task!r}; known: "
+                          f"{', '.join(TASKS)}")
     try:
-        return ExperimentConfig.model_validate(data)
+        return _task_model(task).model_validate(data)  # type: ignore[return-value]
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         # a union (str | TechniqueConfig) reports one error per branch; keep the first per key path
@@ -315,20 +376,17 @@ def parse_config(text: str, source: str = "<config>") -> ExperimentConfig:
         raise ConfigError("invalid config: " + "; ".join(seen.values())) from None
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
-    """A config file, validated, and its local dataset file read through (encoding, columns, every row):
+def load_config(path: str | Path) -> TaskConfig:
+    """A config file, validated, and its local data file read through (encoding, columns, every row):
     a bad config or data file fails here, before a run folder, a cache or a model is touched."""
     path = Path(path)
     text = read_text(path, ConfigError, what="config file",
                      hint="a config is YAML text: save it as UTF-8")
     config = parse_config(text, str(path))
-    if config.dataset.path is not None:
-        from a2c.data import load_records
-
-        load_records(config.dataset.name, config.dataset.path, encoding=config.dataset.encoding)
+    config.check_data()
     return config
 
 
-def dump_config(config: ExperimentConfig) -> str:
+def dump_config(config: TaskConfig) -> str:
     """The resolved config (defaults filled in) as YAML, written into every run folder."""
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

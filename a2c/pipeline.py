@@ -12,32 +12,48 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from a2c.config import ExperimentConfig, dump_config, load_config
-from a2c.data import load_records
+from a2c.classification.rows import SUMMARY as CLASSIFICATION_SUMMARY
+from a2c.classification.stages import METRICS as CLASSIFICATION_METRICS
+from a2c.classification.stages import STAGES as CLASSIFICATION_STAGES
+from a2c.classification.stages import classification_context, write_classification_report
+from a2c.config import ExperimentConfig, TaskConfig, dump_config, load_config
 from a2c.errors import A2CError
-from a2c.records import TIMINGS, Question, RunFileError
+from a2c.records import (
+    METRICS,
+    SUMMARY,
+    TIMINGS,
+    Accuracy,
+    MetricRow,
+    Question,
+    RowsFile,
+    RunFile,
+    RunFileError,
+)
+from a2c.report import write_report
 from a2c.runlock import LOCK_FILE, hold_run_folder
 from a2c.stage import (
     GENERATION_COUNTS,
     RunContext,
+    Stage,
     StageStats,
     damaged_outputs,
     decide,
     run_stage,
     run_stages,
 )
-from a2c.stages import JUDGES_AFTER, JUDGES_BEFORE, METRICS_STAGE, STAGES
-from a2c.store import RunFolder
+from a2c.stages import METRICS_STAGE, STAGES
+from a2c.store import RunFolder, Store
 
 RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
 CONFIG_FILE = "config.yaml"  # the resolved config of the last `a2c run`
 
 
 class RunFolderError(A2CError):
-    """The run folder holds another experiment or no a2c run (rerun with --force), or no judged run yet."""
+    """The run folder holds another experiment or no a2c run (rerun with --force), or an unfinished one."""
 
 
 def _clear(run_dir: Path) -> None:
@@ -48,7 +64,7 @@ def _clear(run_dir: Path) -> None:
 
 
 @contextmanager
-def claim_run_folder(config: ExperimentConfig, run_dir: Path, *, force: bool) -> Iterator[RunFolder]:
+def claim_run_folder(config: TaskConfig, run_dir: Path, *, force: bool) -> Iterator[RunFolder]:
     """Hold the folder for this experiment while the block runs: a run of the same `name` is continued
     stage by stage; one of another experiment is started over only with `force`, and a stray non-empty
     folder used only then. The folder is locked (and proven writable) before anything in it is read or
@@ -80,17 +96,50 @@ def claim_run_folder(config: ExperimentConfig, run_dir: Path, *, force: bool) ->
 
 def experiment_context(config: ExperimentConfig, folder: RunFolder, *, progress: bool) -> RunContext:
     """The stages' context for a config's dataset in a run folder (generators built from the config)."""
-    records = load_records(config.dataset.name, config.dataset.path, config.limit,
-                           encoding=config.dataset.encoding)
+    records = config.dataset.load(config.limit)  # with its column mapping and hub settings
     return RunContext(config, folder, [Question(r.id, r.question) for r in records],
                       {r.id: r for r in records}, progress=progress)
 
 
+class PandasMissingError(A2CError):
+    """`.to_pandas()` without pandas installed."""
+
+
 @dataclass
 class RunResult:
+    """What `run_experiment` did (per-stage stats) and what it found: `metrics` holds one typed row per
+    question, source and phase (`a2c.records.MetricRow`), `summary` the dataset means and signal metrics."""
+
     folder: Path
     stages: dict[str, StageStats]
     seconds: float
+    metrics: list[MetricRow] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    questions: dict[str, str] = field(default_factory=dict)  # id → question text
+
+    def records(self) -> list[dict[str, Any]]:
+        """The metric rows flattened to one dict each (`<judge>_cons_sem`, `<similarity>_acc`, ...); a
+        question without references has no accuracy keys (absent, not zero)."""
+        out = []
+        for r in self.metrics:
+            flat: dict[str, Any] = {"id": r.id, "question": self.questions.get(r.id), "source": r.source,
+                                    "phase": r.phase, "n": r.n, "n_accurate": r.n_accurate,
+                                    "cons_lex": r.cons_lex}
+            for judge, scores in r.judges.items():
+                flat.update({f"{judge}_{k}": v for k, v in asdict(scores).items()})
+            for sim, acc in r.accuracy.items():
+                flat.update({f"{sim}_{k}": getattr(acc, k) if acc else None for k in Accuracy.model_fields})
+            out.append(flat)
+        return out
+
+    def to_pandas(self) -> Any:
+        """The per-question metrics as a pandas DataFrame (needs pandas: `pip install 'a2c[data]'`)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise PandasMissingError("RunResult.to_pandas() needs pandas (pip install 'a2c[data]'); "
+                                     "RunResult.records() gives the same rows as dicts") from None
+        return pd.DataFrame(self.records())
 
     def totals(self) -> StageStats:
         total = StageStats(seconds=self.seconds)
@@ -114,45 +163,83 @@ class RunResult:
         return "\n".join(lines)
 
 
-def run_experiment(config: ExperimentConfig, *, run_dir: Path | None = None, force: bool = False,
+@dataclass(frozen=True)
+class Task:
+    """What a config's `task` runs: its stages and their context, the files its result is read from, the
+    stages `a2c report` re-runs from stored outputs (no generation) and how it redraws the report."""
+
+    stages: tuple[Stage, ...]
+    context: Callable[..., RunContext]  # (config, store, *, progress) → the stages' context
+    summary: RunFile
+    rescore: tuple[Stage, ...]
+    write_report: Callable[[Store, Path | None], str]  # (store, human labels CSV) → report.md text
+    metrics: RowsFile[MetricRow] | None = None  # per-question rows, where the task has them
+
+
+TASKS: dict[str, Task] = {
+    "qa": Task(STAGES, experiment_context, SUMMARY, (METRICS_STAGE,), write_report, METRICS),
+    "classification": Task(CLASSIFICATION_STAGES, classification_context, CLASSIFICATION_SUMMARY,
+                           (CLASSIFICATION_METRICS,), write_classification_report),
+}
+
+
+def run_experiment(config: TaskConfig | str | Path, *, run_dir: Path | None = None, force: bool = False,
                    progress: bool = True, log: Callable[[str], None] | None = None) -> RunResult:
-    """Run the stages of an experiment, reusing those whose slice and inputs are unchanged; `log` gets one
-    line per stage saying whether it runs and why. Returns per-stage wall time, calls, tokens, hits."""
+    """Run the stages of an experiment of any task (a config, or the path of its YAML file), reusing those
+    whose slice and inputs are unchanged; `log` gets one line per stage saying whether it runs and why.
+    Returns per-stage wall time, calls, tokens, hits, the summary and, for QA, per-question typed rows."""
     started = time.perf_counter()
+    if isinstance(config, str | Path):
+        config = load_config(config)
+    task = TASKS[config.task]
     with claim_run_folder(config, run_dir or config.run_dir, force=force) as folder:
-        stages = run_stages(experiment_context(config, folder, progress=progress), STAGES, log)
-        result = RunResult(folder.path, stages, time.perf_counter() - started)
+        ctx = task.context(config, folder, progress=progress)
+        stages = run_stages(ctx, task.stages, log)
+        result = RunResult(folder.path, stages, time.perf_counter() - started,
+                           folder.read_rows(task.metrics) if task.metrics else [],
+                           folder.read_json(task.summary.name), {q.id: q.question for q in ctx.questions})
         folder.write_json(TIMINGS.name, {"seconds": result.seconds,
                                          "stages": {k: asdict(v) for k, v in stages.items()}})
     return result
 
 
-def rescore_run(run_dir: Path, *, progress: bool = False) -> None:
-    """Recompute a finished run's metrics with the current scoring code, from its stored generations,
-    choices and matrices: no generation, so released or older runs are rescored in seconds."""
+def rescore_run(run_dir: Path, *, progress: bool = False) -> Task:
+    """Recompute a finished run's metrics with the current code, from its stored outputs: no generation,
+    so released or older runs are rescored in seconds. Returns the run's task (to redraw its report)."""
     if not Path(run_dir).is_dir():
         raise RunFolderError(f"run folder not found: {run_dir}")
     folder = RunFolder(run_dir)
-    if not folder.exists(JUDGES_BEFORE.marker) or not folder.exists(CONFIG_FILE):
-        raise RunFolderError(f"{run_dir} holds no run whose answers are judged yet ({CONFIG_FILE}, "
-                             f"{JUDGES_BEFORE.marker}); run `a2c run` first")
+    if not folder.exists(CONFIG_FILE):
+        raise RunFolderError(f"{run_dir} holds no a2c run ({CONFIG_FILE} is missing); run `a2c run` first")
     with hold_run_folder(Path(run_dir)):
         config = load_config(folder.file(CONFIG_FILE))
+        task = TASKS[config.task]
         repair = f"a2c run {folder.file(CONFIG_FILE)} --output {run_dir}"
-        if config.a2c.enabled and not folder.exists(JUDGES_AFTER.marker):
-            raise RunFolderError(f"{run_dir}: the Ask-to-Choose stages have not finished",
-                                 hint=f"finish the run: {repair}")
-        ctx = experiment_context(config, folder, progress=progress)
-        # the metrics stage remakes its own files; what it reads must be as its stages wrote it
-        upstream = STAGES[:STAGES.index(METRICS_STAGE)]
+        # what the rescored stages read must be finished, and as its stages wrote it
+        upstream = task.stages[:task.stages.index(task.rescore[0])]
+        unfinished = [s.name for s in upstream if s.enabled(config) and not folder.exists(s.marker)]
+        if unfinished:
+            raise RunFolderError(f"{run_dir}: the run has not finished (stages not done: "
+                                 f"{', '.join(unfinished)})", hint=f"finish it: {repair}")
+        ctx = task.context(config, folder, progress=progress)
         damaged = {stage.name: names for stage in upstream if (names := damaged_outputs(ctx, stage))}
         if damaged:
             listed = "; ".join(f"{stage}: {', '.join(names)}" for stage, names in damaged.items())
             raise RunFolderError(f"{run_dir}: files changed since their stage wrote them ({listed})",
                                  hint=f"`{repair}` makes them again (the request cache serves every model "
                                  "call made before)")
-        run_stage(ctx, METRICS_STAGE, decide(ctx, METRICS_STAGE))
+        for stage in task.rescore:
+            run_stage(ctx, stage, decide(ctx, stage))
+    return task
 
 
-__all__ = ["RunFolder", "RunFolderError", "RunResult", "claim_run_folder", "experiment_context",
-           "rescore_run", "run_experiment"]
+def run_task(run_dir: Path) -> Task:
+    """The task of the run in a folder, from its config (for `a2c report --no-rescore`)."""
+    folder = RunFolder(run_dir)
+    if not folder.exists(CONFIG_FILE):
+        raise RunFolderError(f"{run_dir} holds no a2c run ({CONFIG_FILE} is missing); run `a2c run` first")
+    return TASKS[load_config(folder.file(CONFIG_FILE)).task]
+
+
+__all__ = ["TASKS", "RunFolder", "RunFolderError", "RunResult", "Task", "claim_run_folder",
+           "experiment_context", "rescore_run", "run_experiment", "run_task"]

@@ -110,16 +110,25 @@ class Accuracy(Row):
 
 
 class MetricRow(Row):
-    """Scores of one output set: question `id`, `source`, `phase`; `accuracy[sim]` is None for no outputs."""
+    """Scores of one output set: question `id`, `source`, `phase`; `accuracy[sim]` is None for no outputs.
+
+    A question without references has no accuracy: `n_accurate` is None and `accuracy` is empty (absent,
+    not zero), so tables and plots leave it out instead of counting it as wrong.
+    """
 
     id: str
     source: Source
     phase: Phase
     n: int
-    n_accurate: int
+    n_accurate: int | None
     cons_lex: float | None
     judges: dict[str, JudgeScores]
     accuracy: dict[str, Accuracy | None]
+
+    @property
+    def referenced(self) -> bool:
+        """Whether the question has references, so accuracy was scored."""
+        return self.n_accurate is not None
 
 
 R = TypeVar("R", bound=Row)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from a2c.errors import A2CError
 from a2c.metrics import fleiss_kappa, mean_defined, rating_counts, spearman_rho
+from a2c.metrics.signal import Groups, Signal, oracle_curve, rejection_curve, signal
 from a2c.records import (
     CHOICES,
     METRICS,
@@ -44,7 +45,10 @@ TABLE_ACCURATE = RunFile("table_accurate_answers.csv")
 COUNTS = RunFile("counts.csv")
 PLOT_ACCURACY = RunFile("accuracy_vs_consistency.png")
 PLOT_CORRELATIONS = RunFile("metric_correlations.png")
-REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS)
+TABLE_SIGNAL = RunFile("table_signal.csv")
+PLOT_REJECTION = RunFile("accuracy_vs_rejection.png")
+REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS,
+                TABLE_SIGNAL, PLOT_REJECTION)
 METHOD_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
 JUDGE_LABELS = {"pp": "PP", "entail": "Entail", "contra": "Contra", "rouge1": "R1-C", "ner": "NER",
                 "llm": "LLM", "embedding": "Emb", "exact": "Exact"}
@@ -64,6 +68,7 @@ def summarize_metrics(store: Store, config: ExperimentConfig, model: str) -> dic
     rows = store.read_rows(METRICS)
     judges = [j.name for j in config.judges]
     sims = [spec.name for spec in config.accuracy.similarities]
+    entropy_judge = config.entropy_judge_name
     groups: list[dict[str, Any]] = []
     for source in SOURCES:
         for phase in PHASES:
@@ -79,10 +84,13 @@ def summarize_metrics(store: Store, config: ExperimentConfig, model: str) -> dic
                                          for j in judges},
                 "entropy": {j: _mean([r.judges[j].entropy for r in part]) for j in judges},
                 "clusters": {j: _mean([r.judges[j].clusters if r.n else None for r in part]) for j in judges},
-                "accuracy": {s: {k: _mean([getattr(a, k) if (a := r.accuracy[s]) else None for r in part])
+                # over the questions with references only: the others have no accuracy, not a zero one
+                "accuracy": {s: {k: _mean([getattr(a, k) if (a := r.accuracy.get(s)) else None
+                                           for r in part if r.referenced])
                                  for k in Accuracy.model_fields} for s in sims},
             })
-    counts: dict[str, Any] = {"questions": len({r.id for r in rows})}
+    counts: dict[str, Any] = {"questions": len({r.id for r in rows}),
+                              "questions_with_references": len({r.id for r in rows if r.referenced})}
     if store.exists(PARAPHRASES.name):
         paraphrases = store.read_rows(PARAPHRASES)
         counts["paraphrases"] = sum(len(p.paraphrases) for p in paraphrases)
@@ -102,7 +110,60 @@ def summarize_metrics(store: Store, config: ExperimentConfig, model: str) -> dic
                 parsed = counts[f"rank_prompts_{g['method']}"] - counts[f"unparsed_{g['method']}"]
                 g["idk_share"] = counts[f"idk_{g['method']}"] / parsed if parsed else None
     return {"name": config.name, "model": model, "judges": judges, "similarities": sims,
-            "entropy_judge": config.entropy_judge_name, "groups": groups, "counts": counts}
+            "entropy_judge": entropy_judge, "groups": groups, "counts": counts,
+            "signal": [{"metric": name, "source": source, "phase": phase, **asdict(result)}
+                       for (name, source, phase), result in
+                       consistency_signal(rows, judges, entropy_judge, seed=config.seed).items()]}
+
+
+# -- consistency as a signal of correctness ---------------------------------------------------------------
+
+def _judge_sign(judge: str) -> float:
+    """+1 where a higher score means more consistent, −1 for judges like `contra` (so every score ranks
+    answers the same way round: higher = more confident)."""
+    from a2c.judges import JUDGES
+
+    cls = JUDGES.get(judge) if judge in JUDGES else None
+    return 1.0 if getattr(cls, "higher_is_consistent", True) else -1.0
+
+
+def signal_scores(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str
+                  ) -> dict[str, list[float | None]]:
+    """Per set, every consistency metric as a confidence (higher = more consistent): Cons_sem per judge,
+    the negated clustering entropy and Cons_lex."""
+    columns: dict[str, list[float | None]] = {}
+    for j in judges:
+        sign = _judge_sign(j)
+        columns[f"{JUDGE_LABELS.get(j, j)} Cons_sem"] = [
+            None if (v := r.judges[j].cons_sem) is None else sign * v for r in rows]
+    columns[f"-Entropy ({JUDGE_LABELS.get(entropy_judge, entropy_judge)})"] = [
+        None if (e := r.judges[entropy_judge].entropy) is None else -e for r in rows]
+    columns["Cons_lex"] = [r.cons_lex for r in rows]
+    return columns
+
+
+def signal_groups(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str
+                  ) -> dict[tuple[str, str, str], Groups]:
+    """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
+    `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target."""
+    out: dict[tuple[str, str, str], Groups] = {}
+    for name, values in signal_scores(rows, judges, entropy_judge).items():
+        for source in SOURCES:
+            for phase in PHASES:
+                part = [(v, r) for v, r in zip(values, rows, strict=True)
+                        if r.source == source and r.phase == phase and r.referenced and v is not None]
+                if any(r.source == source and r.phase == phase and r.referenced for r in rows):
+                    out[(name, source, phase)] = Groups.of([v for v, _ in part], [r.n for _, r in part],
+                                                           [r.n_accurate or 0 for _, r in part])
+    return out
+
+
+def consistency_signal(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str, *,
+                       seed: int = 0) -> dict[tuple[str, str, str], Signal]:
+    """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase; empty without
+    references."""
+    groups = signal_groups(rows, judges, entropy_judge)
+    return {key: signal(g, seed=seed) for key, g in groups.items()}
 
 
 # -- tables -----------------------------------------------------------------------------------------------
@@ -140,9 +201,17 @@ def _group(summary: dict[str, Any], method: str, phase: str) -> dict[str, Any] |
     return next((g for g in summary["groups"] if g["method"] == method and g["phase"] == phase), None)
 
 
+def referenced(summary: dict[str, Any]) -> int:
+    """How many questions have references (a summary of an older a2c: all of them)."""
+    counts = summary["counts"]
+    return int(counts.get("questions_with_references", counts["questions"]))
+
+
 def before_after_table(summary: dict[str, Any]) -> Table:
-    """The paper's Table 2/5 layout: rows = method × model; accuracy and consistency, before → after A2C."""
-    sims, judges, ent = summary["similarities"], summary["judges"], summary["entropy_judge"]
+    """The paper's Table 2/5 layout: rows = method × model; accuracy and consistency, before → after A2C.
+    Without any references the accuracy columns are left out (not shown as zeros)."""
+    sims = summary["similarities"] if referenced(summary) else []
+    judges, ent = summary["judges"], summary["entropy_judge"]
     header = ["method", "model"] + [SIMILARITY_LABELS[s] for s in sims] + ["Don't-know share (A2C)"] \
         + [JUDGE_LABELS.get(j, j) for j in judges] + [f"Entropy ({JUDGE_LABELS.get(ent, ent)}, lower = more "
                                                       "consistent)", "Cons_lex"]
@@ -212,8 +281,9 @@ def metric_columns(rows: Sequence[MetricRow], summary: dict[str, Any]) -> dict[s
     ent = summary["entropy_judge"]
     # negated, so that for every column higher means more consistent
     columns["-Entropy"] = [None if (e := r.judges[ent].entropy) is None else -e for r in rows]
-    for s in summary["similarities"]:
-        columns[SIMILARITY_LABELS[s].split(" ")[0]] = [a.acc if (a := r.accuracy[s]) else None for r in rows]
+    for s in summary["similarities"] if referenced(summary) else []:
+        columns[SIMILARITY_LABELS[s].split(" ")[0]] = [a.acc if (a := r.accuracy.get(s)) else None
+                                                       for r in rows]
     return columns
 
 
@@ -271,7 +341,10 @@ def _pyplot() -> Any:
 
 
 def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: dict[str, Any]) -> bytes:
-    """Figure 3 analogue (PNG): per-set consistency (first judge) against accuracy, per method and phase."""
+    """Figure 3 analogue (PNG): per-set consistency (first judge) against accuracy, per method and phase.
+    Without references there is no accuracy axis: the per-set consistency histograms instead."""
+    if not referenced(summary):
+        return plot_consistency(rows, summary)
     plt = _pyplot()
     judge, sim = summary["judges"][0], summary["similarities"][0]
     fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -279,7 +352,7 @@ def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: dict[str, A
     colours = {"paraphrase": "tab:blue", "temperature": "tab:orange"}
     for g in summary["groups"]:
         part = [(cons, accuracy.max_true) for r in rows if r.source == g["method"] and r.phase == g["phase"]
-                and (cons := r.judges[judge].cons_sem) is not None and (accuracy := r.accuracy[sim])]
+                and (cons := r.judges[judge].cons_sem) is not None and (accuracy := r.accuracy.get(sim))]
         label = f"{METHOD_LABELS[g['method']]}, {g['phase']} A2C"
         ax.scatter([x for x, _ in part], [y for _, y in part], s=12, alpha=0.35,
                    marker=markers[g["phase"]], color=colours[g["method"]])
@@ -293,6 +366,70 @@ def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: dict[str, A
     ax.legend(fontsize=7)
     fig.tight_layout()
     return _png(fig)
+
+
+def plot_consistency(rows: Sequence[MetricRow], summary: dict[str, Any]) -> bytes:
+    """Histograms of per-set consistency (first judge) per method and phase: a dataset without references."""
+    plt = _pyplot()
+    judge = summary["judges"][0]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for g in summary["groups"]:
+        values = [c for r in rows if r.source == g["method"] and r.phase == g["phase"]
+                  and (c := r.judges[judge].cons_sem) is not None]
+        ax.hist(values, bins=10, range=(0, 1), alpha=0.4,
+                label=f"{METHOD_LABELS[g['method']]}, {g['phase']} A2C")
+    ax.set_xlabel(f"consistency ({JUDGE_LABELS.get(judge, judge)} Cons_sem)")
+    ax.set_ylabel("questions")
+    ax.set_title(f"{summary['name']}: {summary['model']} (no reference answers: no accuracy)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def plot_rejection(rows: Sequence[MetricRow], summary: dict[str, Any]) -> bytes:
+    """Accuracy of the answers kept when the least consistent are rejected first, per metric, before A2C;
+    with the oracle and random baselines (what PRR compares)."""
+    plt = _pyplot()
+    groups = signal_groups(rows, summary["judges"], summary["entropy_judge"])
+    fig, axes = plt.subplots(1, len(SOURCES), figsize=(5.5 * len(SOURCES), 4.2), squeeze=False)
+    for ax, source in zip(axes[0], SOURCES, strict=True):
+        ax.set_title(f"{METHOD_LABELS[source]}, before A2C", fontsize=9)
+        ax.set_xlabel("share of answers rejected (least consistent first)")
+        ax.set_ylabel("accuracy of the answers kept")
+        mine = {name: g for (name, s, phase), g in groups.items() if s == source and phase == "before"}
+        defined = {name: g for name, g in mine.items() if not g.undefined}
+        if not defined:
+            why = next((g.undefined for g in mine.values()), "no reference answers")
+            ax.text(0.5, 0.5, f"undefined: {why}", ha="center", va="center", transform=ax.transAxes)
+            continue
+        for name, g in defined.items():
+            ax.plot(*rejection_curve(g), label=name, linewidth=1.2)
+        first = next(iter(defined.values()))
+        ax.plot(*oracle_curve(first), linestyle="--", color="black", label="oracle")
+        ax.axhline(first.accurate.sum() / first.answers.sum(), linestyle=":", color="grey", label="random")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _with_ci(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{value:.3f}"
+
+
+def signal_table(summary: dict[str, Any]) -> Table:
+    """AUROC and PRR of every consistency metric for predicting per-answer accuracy, with 95% intervals."""
+    rows = []
+    for item in summary.get("signal", []):
+        undefined = f"undefined ({item['undefined']})" if item["undefined"] else None
+        auroc = undefined or _with_ci(item["auroc"], item["auroc_ci"])
+        prr = undefined or _with_ci(item["prr"], item["prr_ci"])
+        rows.append([item["metric"], METHOD_LABELS[item["source"]], item["phase"],
+                     f"{item['accurate']} / {item['answers']}", str(item["sets"]), auroc, prr])
+    return Table(["metric", "method", "phase", "accurate / answers", "sets", "AUROC [95% CI]",
+                  "PRR [95% CI]"], rows)
 
 
 def plot_correlations(names: list[str], matrix: np.ndarray) -> bytes:
@@ -320,11 +457,15 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
                           "run `a2c run` to the end first")
     summary = store.read_json(SUMMARY.name)
     rows = store.read_rows(METRICS)
+    with_refs, questions = referenced(summary), summary["counts"]["questions"]
     main, accurate = before_after_table(summary), accurate_answers_table(summary)
-    counts = counts_table(summary)
+    if not with_refs:  # "accurate" means nothing without references: header only, no rows of n/a
+        accurate = Table(accurate.header, [])
+    counts, signal_rows = counts_table(summary), signal_table(summary)
     store.write_text(TABLE_BEFORE_AFTER.name, main.csv())
     store.write_text(TABLE_ACCURATE.name, accurate.csv())
     store.write_text(COUNTS.name, counts.csv())
+    store.write_text(TABLE_SIGNAL.name, signal_rows.csv())
 
     columns = metric_columns(rows, summary)
     human_section = ""
@@ -340,17 +481,35 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
     names, matrix = correlations(columns)
     store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(rows, summary))
     store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix))
+    store.write_bytes(PLOT_REJECTION.name, plot_rejection(rows, summary))
 
+    if not with_refs:
+        scope = "No question has reference answers, so there is no accuracy: consistency only.\n\n"
+    elif with_refs < questions:
+        scope = (f"Accuracy is scored on the {with_refs} of {questions} questions that have reference "
+                 "answers (the others have none: consistency and Ask-to-Choose only).\n\n")
+    else:
+        scope = ""
+    signal_section = (
+        "\n## Consistency as a signal of correctness\n\n"
+        + ("How well each consistency metric of a question's answers predicts whether an answer is accurate: "
+           "AUROC, and the prediction-rejection ratio (PRR; 1 = ranks like an oracle, 0 = chance), with "
+           f"seeded bootstrap 95% intervals over questions.\n\n{signal_rows.markdown()}\n"
+           f"\n![accuracy vs rejection]({PLOT_REJECTION.name})\n"
+           if with_refs else "Undefined: no question has reference answers.\n"))
     wall = store.read_json(TIMINGS.name)["seconds"] if store.exists(TIMINGS.name) else None
     text = (f"# a2c report: {summary['name']}\n\n"
-            f"Model `{summary['model']}`, {summary['counts']['questions']} questions"
+            f"Model `{summary['model']}`, {questions} questions"
             + (f", last invocation {wall:.0f} s" if wall is not None else "") + ".\n\n"
-            "## Before → after Ask-to-Choose\n\n"
-            "Accuracy columns are the share of answers closer to a correct than to an incorrect reference; "
-            "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent).\n\n"
+            "## Before → after Ask-to-Choose\n\n" + scope
+            + ("Accuracy columns are the share of answers closer to a correct than to an incorrect "
+               "reference; " if with_refs else "")
+            + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent).\n\n"
             + main.markdown()
-            + "\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
-            + "\n\n## Counts\n\n" + counts.markdown() + "\n" + human_section
+            + ("\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
+               if with_refs else "")
+            + "\n" + signal_section
+            + "\n## Counts\n\n" + counts.markdown() + "\n" + human_section
             + f"\n![accuracy vs consistency]({PLOT_ACCURACY.name})\n"
             + f"\n![metric correlations]({PLOT_CORRELATIONS.name})\n")
     store.write_text(REPORT.name, text)

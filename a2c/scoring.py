@@ -207,6 +207,10 @@ def score_answers(similarity: str, answers: Sequence[str], records: Sequence[QAR
     if isinstance(answers, str) or len(answers) != len(records):
         raise SimilarityError(f"score_answers needs one record per answer, got {len(records)} records for "
                               f"{'a single string' if isinstance(answers, str) else len(answers)} answers")
+    unreferenced = next((r.id for r in records if not r.has_references), None)
+    if unreferenced is not None:
+        raise SimilarityError(f"question {unreferenced!r} has no reference answers to score against; leave "
+                              "questions without references out of accuracy")
     groups, where = _group(answers, records)
     matrices = SIMILARITIES.get(similarity).score(groups, settings)
     per_group = [_truthfulqa_scores(np.asarray(m, dtype=np.float64), len(g.true_refs))
@@ -224,12 +228,13 @@ class JudgeScores:
     cons_sem_accurate: float | None  # the same, restricted to the accurate answers (Table 1/3 of 002)
 
 
-def judge_scores(matrix: np.ndarray, equivalent: np.ndarray, accurate: Sequence[bool]) -> JudgeScores:
-    keep = np.flatnonzero(np.asarray(accurate, dtype=bool))
+def judge_scores(matrix: np.ndarray, equivalent: np.ndarray, accurate: Sequence[bool] | None) -> JudgeScores:
+    """`accurate` None: the question has no references, so there is no consistency over accurate answers."""
+    keep = np.flatnonzero(np.asarray(accurate if accurate is not None else [], dtype=bool))
     clusters = semantic_clusters(equivalent) if matrix.shape[0] else []
     return JudgeScores(
         cons_sem=cons_sem(matrix),
         entropy=semantic_entropy(clusters),
         clusters=len(set(clusters)),
-        cons_sem_accurate=cons_sem(matrix[np.ix_(keep, keep)]),
+        cons_sem_accurate=cons_sem(matrix[np.ix_(keep, keep)]) if accurate is not None else None,
     )

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from a2c.config import ExperimentConfig
 from a2c.data import QARecord
 from a2c.judges import Judge
-from a2c.llm import GenerationStats, Generator, build_generator
+from a2c.llm import GenerationStats, Generator, GeneratorConfig, build_generator
 from a2c.records import Question, RunFile, RunFileError
 from a2c.store import Store
 
@@ -130,6 +130,18 @@ class RunContext:
 
     def digest(self, file: RunFile) -> str | None:
         return self.dataset_digest if file == DATASET else self.store.digest(file.name)
+
+
+# backends that cut prompts longer than `max_model_len` themselves (a server applies its own limit)
+_CUTS_PROMPTS = frozenset({"transformers", "vllm"})
+
+
+def generator_slice(config: GeneratorConfig) -> Slice:
+    """A generator as the request cache serves it, so a stage is reused exactly when the cache would serve
+    its generations: the request cache key plus the context a long prompt is cut to (batch sizes, URLs,
+    timeouts, the cache path and `context_policy`, which only refuses or cuts, change no output)."""
+    model = {"backend": config.backend, "model": config.model}
+    return {**model, "max_model_len": config.max_model_len} if config.backend in _CUTS_PROMPTS else model
 
 
 def _always(config: ExperimentConfig) -> bool:

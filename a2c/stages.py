@@ -15,7 +15,6 @@ from tqdm import tqdm
 
 from a2c.choose import ask_to_choose
 from a2c.config import ExperimentConfig
-from a2c.llm import GeneratorConfig
 from a2c.metrics import cons_lex
 from a2c.records import (
     CHOICES,
@@ -34,12 +33,13 @@ from a2c.records import (
     ParaphraseItem,
     ParaphraseRow,
     Phase,
+    RunFileError,
     Source,
 )
 from a2c.report import REPORT_FILES, summarize_metrics, write_report
 from a2c.scoring import judge_scores, score_answers
 from a2c.seeds import stable_seed
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats
+from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice
 from a2c.variation import AnswerTask, answer, paraphrase_questions, temperature_tasks
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts
@@ -47,30 +47,19 @@ Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer t
 
 # -- config slices: only what a stage's outputs depend on -------------------------------------------------
 
-# backends that cut prompts longer than `max_model_len` themselves (a server applies its own limit)
-_CUTS_PROMPTS = frozenset({"transformers", "vllm"})
-
-
-def _model(config: GeneratorConfig) -> Slice:
-    """A generator as the request cache serves it, so a stage is reused exactly when the cache would serve
-    its generations: the request cache key plus the context a long prompt is cut to (batch sizes, URLs,
-    timeouts, the cache path and `context_policy`, which only refuses or cuts, change no output)."""
-    model = {"backend": config.backend, "model": config.model}
-    return {**model, "max_model_len": config.max_model_len} if config.backend in _CUTS_PROMPTS else model
-
-
 def _techniques(config: ExperimentConfig) -> list[Slice]:
     return [asdict(t) for t in config.variation.resolved_techniques()]
 
 
 def variation_slice(config: ExperimentConfig) -> Slice:
-    return {"aux_generator": _model(config.aux_generator or config.generator), "seed": config.seed,
+    return {"aux_generator": generator_slice(config.aux_generator or config.generator),
+            "seed": config.seed,
             "techniques": _techniques(config),
             "paraphrase_max_tokens": config.variation.paraphrase_max_tokens}
 
 
 def answers_slice(config: ExperimentConfig) -> Slice:
-    return {"generator": _model(config.generator), "seed": config.seed,
+    return {"generator": generator_slice(config.generator), "seed": config.seed,
             **config.variation.model_dump(include={"paraphrase_temperature", "temperatures", "top_p",
                                                    "samples", "long_max_tokens", "short_max_tokens"})}
 
@@ -83,7 +72,8 @@ def judges_slice(config: ExperimentConfig) -> Slice:
     judges = [{k: v for k, v in spec.model_dump(mode="json").items() if k not in _NOT_IN_SCORES}
               for spec in config.judges]
     on_run_generator = any(s.name == "llm" and s.options.get("generator") is None for s in config.judges)
-    return {"judges": judges, "generator": _model(config.generator) if on_run_generator else None}
+    return {"judges": judges,
+            "generator": generator_slice(config.generator) if on_run_generator else None}
 
 
 def judges_before_slice(config: ExperimentConfig) -> Slice:
@@ -91,7 +81,8 @@ def judges_before_slice(config: ExperimentConfig) -> Slice:
 
 
 def a2c_slice(config: ExperimentConfig) -> Slice:
-    return {"generator": _model(config.generator), "seed": config.seed, "techniques": _techniques(config),
+    return {"generator": generator_slice(config.generator), "seed": config.seed,
+            "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
             "a2c": config.a2c.model_dump(exclude={"enabled"})}
 
@@ -260,7 +251,22 @@ def run_metrics(ctx: RunContext, stats: StageStats) -> None:
                                       n_accurate=None if accurate is None else sum(accurate),
                                       cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
     ctx.store.write_rows(METRICS, rows)
-    ctx.store.write_json(SUMMARY.name, summarize_metrics(ctx.store, ctx.config, ctx.config.generator.model))
+    summary = summarize_metrics(ctx.store, ctx.config, ctx.config.generator.model)
+    summary["counts"]["prompts_cut_to_fit_context"] = _prompts_cut(ctx)
+    ctx.store.write_json(SUMMARY.name, summary)
+
+
+def _prompts_cut(ctx: RunContext) -> int:
+    """Samples answered from a prompt cut to fit the model's context (`context_policy: truncate`), over the
+    generating stages, as their markers recorded them (a reused stage's count is that of its outputs)."""
+    total = 0
+    for stage in STAGES[:STAGES.index(METRICS_STAGE)]:
+        try:
+            marker = ctx.store.read_json(stage.marker) if ctx.store.exists(stage.marker) else {}
+        except RunFileError:
+            marker = {}  # damaged: the stage runs again before metrics do, so this is never the last word
+        total += int(marker.get("stats", {}).get("truncated", 0)) if isinstance(marker, dict) else 0
+    return total
 
 
 def run_report(ctx: RunContext, stats: StageStats) -> None:

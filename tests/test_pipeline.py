@@ -178,5 +178,5 @@ def test_report_rescores_a_run_from_its_stored_outputs(resumed, tmp_path):
     unjudged = subprocess.run(_a2c("report", str(copy)), cwd=resumed["root"], capture_output=True, text=True,
                               timeout=300)
     assert unjudged.returncode == 2
-    assert "holds no run whose answers are judged yet" in unjudged.stderr
+    assert "the run has not finished (stages not done: variation, answers" in unjudged.stderr
     assert "Traceback" not in unjudged.stderr

@@ -169,3 +169,18 @@ def test_table_markdown_and_csv_quote_commas():
     table = Table(["a", "b"], [["1, 2", "x"]])
     assert table.markdown().splitlines()[2] == "| 1, 2 | x |"
     assert table.csv().splitlines()[1] == '"1, 2",x'
+
+
+def test_signal_without_an_accurate_answer_is_reported_undefined_not_nan(run_dir):
+    from a2c.report import signal_table
+
+    path, _ = run_dir
+    summary = json.loads((path / "summary.json").read_text())
+    assert summary["signal"] and all(s["undefined"] == "no answer is accurate" for s in summary["signal"])
+    assert all(s["auroc"] is None and s["prr"] is None for s in summary["signal"])
+    table = signal_table(summary)
+    assert table.rows and all(r[-1] == "undefined (no answer is accurate)" for r in table.rows)
+    write_report(RunFolder(path))
+    assert "undefined (no answer is accurate)" in (path / "report.md").read_text()
+    assert "nan" not in (path / "table_signal.csv").read_text().lower()
+    assert (path / "accuracy_vs_rejection.png").read_bytes()[:4] == b"\x89PNG"

@@ -21,6 +21,7 @@ from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
 from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, rescore_run, run_experiment
 from a2c.records import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, RunFile
+from a2c.report import write_report
 from a2c.stage import Generators, RunContext, Stage, run_stages
 from a2c.stages import STAGES
 from a2c.store import MemoryStore, RunFolder
@@ -279,3 +280,16 @@ def test_stage_stats_count_every_generation_counter_including_cut_prompts(tmp_pa
     ctx.store.delete(stage.marker)
     again = run_stages(ctx, [stage])["ask"]  # counts are deltas: the second run adds its own only
     assert (again.generated, again.cached, again.truncated) == (0, 6, 3)
+
+
+def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outputs(root):
+    run = root / "run"
+    assert json.loads((run / "summary.json").read_text())["counts"]["prompts_cut_to_fit_context"] == 0
+    for stage, cut in (("answers", 4), ("a2c", 1)):  # as a backend with a small context would count them
+        marker = json.loads((run / "stages" / f"{stage}.json").read_text())
+        marker["stats"]["truncated"] = cut
+        (run / "stages" / f"{stage}.json").write_text(json.dumps(marker))
+    rescore_run(run)
+    counts = json.loads((run / "summary.json").read_text())["counts"]
+    assert counts["prompts_cut_to_fit_context"] == 5
+    assert "| prompts_cut_to_fit_context | 5 |" in write_report(RunFolder(run))

@@ -1,20 +1,26 @@
-"""`a2c probe "QUESTION"`: paraphrase and temperature variation for one question, in the terminal.
+"""`a2c probe "QUESTION"` (or `--questions FILE`): paraphrase and temperature variation in the terminal.
 
 Prints the paraphrases, each answer, the judge's agreement matrix, Cons_sem, the clustering entropy and
-the Ask-to-Choose answer. For a served model (`--base-url`), the server is checked first so an
+the Ask-to-Choose answer. Many questions (a JSONL/CSV/parquet file, read by the `file` dataset loader) go
+through one batched pass: every stage and the judge see all of them at once. `--json PATH` writes the
+same results for programs. For a served model (`--base-url`), the server is checked first so an
 unreachable one fails in seconds with the URL in the message, not after every retry.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from a2c.errors import A2CError
 
 if TYPE_CHECKING:
+    from a2c.choose import Choice
     from a2c.llm import GeneratorConfig
 
 
@@ -23,7 +29,7 @@ class ServerUnreachableError(A2CError):
 
 
 class ProbeInputError(A2CError):
-    """A question that cannot be asked (empty or only whitespace)."""
+    """A question that cannot be asked (empty or only whitespace), or no question at all."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +37,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser("probe",
                                    help="vary one question, show answers, agreement and the A2C choice")
-    parser.add_argument("question", help="the question to ask")
+    parser.add_argument("question", nargs="?", help="the question to ask (or --questions FILE)")
+    parser.add_argument("--questions", type=Path, metavar="FILE",
+                        help="many questions in one batched pass: a .jsonl, .csv or .parquet file with a "
+                        "`question` column (and optionally `id`; rename with --column)")
+    parser.add_argument("--column", action="append", default=[], metavar="FIELD=NAME",
+                        help="which column of --questions holds a field, e.g. question=prompt, id=qid "
+                        "(repeatable)")
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the results as JSON: per question its paraphrases, answers, "
+                        "matrices, Cons_sem, entropy and A2C choices")
     parser.add_argument("--base-url", action="append", dest="base_urls",
                         help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeatable)")
     parser.add_argument("--model",
@@ -112,46 +127,136 @@ def _matrix_text(matrix: object, labels: list[str]) -> str:
     return "\n".join([head, *rows])
 
 
+@dataclass(frozen=True)
+class SetResult:
+    """One source of variation of one probed question: its answers, the judge's matrix and set metrics."""
+
+    labels: list[str]  # c1, c2, ... / t1, t2, ...
+    asked: list[str]
+    answers: list[str]
+    matrix: list[list[float]]
+    cons_sem: float | None
+    entropy: float | None
+    clusters: int
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What the probe found for one question (what `--json` writes)."""
+
+    id: str
+    question: str
+    paraphrases_failed: int
+    sets: dict[str, SetResult]  # by source: paraphrase, temperature
+    choices: list[dict[str, Any]]  # one per rank prompt: source, slot, reply, option, method, text
+    answer: str | None  # the A2C answer: the most chosen option
+
+
+CHOICE_FIELDS = {"source", "slot", "shown_question", "reply", "option", "method", "text"}
+
+
+def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(id, question) pairs: the one on the command line or every row of --questions."""
+    if args.questions is not None:
+        if args.question is not None:
+            raise ProbeInputError("give one question or --questions FILE, not both")
+        from a2c.data import ColumnMap, load_records
+
+        columns: dict[str, str] = {}
+        for item in args.column:
+            field, sep, name = item.partition("=")
+            if not sep or not field.strip() or not name.strip():
+                raise ProbeInputError(f"--column {item!r}: expected FIELD=NAME, e.g. question=prompt")
+            columns[field.strip()] = name.strip()
+        try:
+            column_map = ColumnMap(**columns)
+        except ValueError as exc:
+            raise ProbeInputError(f"--column: {exc.errors()[0]['loc'][0]}: not a field; fields are "
+                                  f"{', '.join(ColumnMap.model_fields)}") from None
+        return [(r.id, r.question) for r in load_records("file", args.questions, columns=column_map)]
+    if args.question is None:
+        raise ProbeInputError('no question: give one (a2c probe "Why is the sky blue?") or --questions FILE')
+    if not args.question.strip():
+        raise ProbeInputError("the question is empty: give the text to ask, "
+                              'e.g. a2c probe "Why is the sky blue?"')
+    return [("q0", args.question)]
+
+
+def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], judge: Any,
+                  techniques: int) -> list[ProbeResult]:
+    """Judge every question's answer sets in one batched pass and collect the per-question results."""
+    from a2c.metrics import cons_sem, semantic_clusters, semantic_entropy
+    from a2c.records import SOURCES
+
+    keys = [(i, source) for i in range(len(asked)) for source in SOURCES]
+    members = {(i, source): [(g, text) for g, text in zip(c.generations, c.candidates, strict=True)
+                             if g.source == source]
+               for i, c in enumerate(choices) for source in SOURCES}
+    matrices = dict(zip(keys, judge.matrices([asked[i][1] for i, _ in keys],
+                                             [[t for _, t in members[k]] for k in keys]), strict=True))
+    results = []
+    for i, ((qid, question), choice) in enumerate(zip(asked, choices, strict=True)):
+        sets = {}
+        for source in SOURCES:
+            mine = members[(i, source)]
+            matrix = matrices[(i, source)]
+            clusters = semantic_clusters(judge.equivalent(matrix)) if len(mine) else []
+            sets[source] = SetResult([_label(g.source, g.slot) for g, _ in mine], [g.asked for g, _ in mine],
+                                     [t for _, t in mine], matrix.tolist(), cons_sem(matrix),
+                                     semantic_entropy(clusters), len(set(clusters)))
+        answered = sum(g.source == "paraphrase" for g in choice.generations)
+        results.append(ProbeResult(qid, question, techniques - answered, sets,
+                                   [c.model_dump(include=CHOICE_FIELDS) for c in choice.choices],
+                                   choice.answer))
+    return results
+
+
+def _print(result: ProbeResult, judge_name: str) -> None:
+    print("paraphrases and answers:")
+    for source in result.sets.values():
+        for label, asked, text in zip(source.labels, source.asked, source.answers, strict=True):
+            print(f"  {label}  asked: {asked}\n       answer: {text}")
+    if result.paraphrases_failed:
+        print(f"  ({result.paraphrases_failed} paraphrase(s) failed their checks and are left out, as in "
+              "`a2c run`)")
+    for name, source in zip(("paraphrases", "temperatures"), result.sets.values(), strict=True):
+        print(f"\n{judge_name} agreement matrix ({name}):\n{_matrix_text(source.matrix, source.labels)}")
+        print(f"Cons_sem = {_show(source.cons_sem)}   entropy = {_show(source.entropy)} bits "
+              f"({source.clusters} clusters)")
+    print("\nAsk-to-Choose:")
+    for choice in result.choices:
+        chosen = choice["text"] if choice["text"] is not None else "UNPARSED"
+        print(f"  {_label(choice['source'], choice['slot'])}  reply {choice['reply'].strip()!r} → {chosen}")
+    print(f"\nA2C answer: {result.answer if result.answer is not None else '(no reply could be parsed)'}")
+
+
 def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
     from a2c.judges import build_judge
     from a2c.llm import build_generator
-    from a2c.metrics import cons_sem, semantic_clusters, semantic_entropy
-    from a2c.records import SOURCES
 
-    if not args.question.strip():
-        raise ProbeInputError("the question is empty: give the text to ask, "
-                              'e.g. a2c probe "Why is the sky blue?"')
+    asked = _asked(args)
     config = _generator_config(args)
     if config.backend == "openai":
         for url in config.base_urls:
             check_server(url)
     generator = build_generator(config)
     wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
-    result = wrapper.answer(args.question)
-    print(f"question: {args.question}\nmodel: {generator.backend}/{generator.model}\n")
-    print("paraphrases and answers:")
-    for g, text in zip(result.generations, result.candidates, strict=True):
-        print(f"  {_label(g.source, g.slot)}  asked: {g.asked}\n       answer: {text}")
-    answered = sum(g.source == "paraphrase" for g in result.generations)
-    failed = len(wrapper.config.variation.techniques) - answered
-    if failed:
-        print(f"  ({failed} paraphrase(s) failed their checks and are left out, as in `a2c run`)")
+    choices = wrapper.answer_many([q for _, q in asked])  # one batched pass over every question
     judge = build_judge(args.judge, **({"cache": None} if args.no_cache else {}))
-    for name, source in zip(("paraphrases", "temperatures"), SOURCES, strict=True):
-        mine = [(g, text) for g, text in zip(result.generations, result.candidates, strict=True)
-                if g.source == source]
-        matrix = judge.matrix(args.question, [text for _, text in mine])
-        clusters = semantic_clusters(judge.equivalent(matrix))
-        labels = [_label(g.source, g.slot) for g, _ in mine]
-        print(f"\n{args.judge} agreement matrix ({name}):\n{_matrix_text(matrix, labels)}")
-        print(f"Cons_sem = {_show(cons_sem(matrix))}   entropy = {_show(semantic_entropy(clusters))} bits "
-              f"({len(set(clusters))} clusters)")
-    print("\nAsk-to-Choose:")
-    for choice in result.choices:
-        chosen = choice.text if choice.text is not None else "UNPARSED"
-        print(f"  {_label(choice.source, choice.slot)}  reply {choice.reply.strip()!r} → {chosen}")
-    print(f"\nA2C answer: {result.answer if result.answer is not None else '(no reply could be parsed)'}")
+    results = probe_results(asked, choices, judge, len(wrapper.config.variation.techniques))
+    for number, result in enumerate(results):
+        if number:
+            print("\n" + "=" * 80 + "\n")
+        print(f"question: {result.question}" + (f"  [{result.id}]" if args.questions else "")
+              + f"\nmodel: {generator.backend}/{generator.model}\n")
+        _print(result, args.judge)
+    if args.json is not None:
+        payload = {"model": f"{generator.backend}/{generator.model}", "judge": args.judge, "seed": args.seed,
+                   "temperatures": args.temperatures, "questions": [asdict(r) for r in results]}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"\nresults written to {args.json}")
     return 0
 
 

@@ -26,13 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from a2c.pipeline import rescore_run
-    from a2c.report import REPORT, write_report
+    from a2c.pipeline import rescore_run, run_task
+    from a2c.report import REPORT
     from a2c.store import RunFolder
 
-    if not args.no_rescore:
-        rescore_run(args.run_dir, progress=True)
+    task = run_task(args.run_dir) if args.no_rescore else rescore_run(args.run_dir, progress=True)
     folder = RunFolder(args.run_dir)
-    print(write_report(folder, args.human_labels))
+    print(task.write_report(folder, args.human_labels))
     print(f"written: {folder.file(REPORT.name)}")
     return 0

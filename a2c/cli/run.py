@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from a2c.config import ExperimentConfig
+    from a2c.config import TaskConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_run)
 
 
-def apply_overrides(config: ExperimentConfig, *, limit: int | None, no_cache: bool) -> ExperimentConfig:
+def apply_overrides(config: TaskConfig, *, limit: int | None, no_cache: bool) -> TaskConfig:
     """The config a run uses once the command-line flags are applied on top of the file."""
     from a2c.config import ConfigError
 

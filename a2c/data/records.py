@@ -1,4 +1,4 @@
-"""The one record type every dataset loader yields: a question with its reference answers."""
+"""The one record type every dataset loader yields: a question with its reference answers, if any."""
 
 from __future__ import annotations
 
@@ -7,17 +7,29 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class QARecord:
-    """A question and its references; `correct` includes the best answer (SPEC §4 scores against both)."""
+    """A question and its references; `correct` includes the best answer (SPEC §4 scores against both).
+
+    Your own questions may come without references (both lists empty): consistency and Ask-to-Choose need
+    none, only accuracy does, and TruthfulQA's protocol compares the best true with the best false
+    reference, so a record has both kinds of reference or neither.
+    """
 
     id: str
     question: str
-    best_answer: str
-    correct: tuple[str, ...]
-    incorrect: tuple[str, ...]
+    best_answer: str | None = None
+    correct: tuple[str, ...] = ()
+    incorrect: tuple[str, ...] = ()
     category: str = ""
 
     def __post_init__(self) -> None:
         if not self.question.strip():
             raise ValueError(f"record {self.id}: empty question")
-        if not self.correct or not self.incorrect:
-            raise ValueError(f"record {self.id}: needs at least one correct and one incorrect reference")
+        if bool(self.correct) != bool(self.incorrect):
+            raise ValueError(f"record {self.id}: has {'correct' if self.correct else 'incorrect'} references "
+                             "but no " + ("incorrect" if self.correct else "correct") + " ones; accuracy "
+                             "needs both (or give neither)")
+
+    @property
+    def has_references(self) -> bool:
+        """Whether accuracy can be scored for this record."""
+        return bool(self.correct)

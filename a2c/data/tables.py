@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +34,13 @@ class Table:
     columns: tuple[str, ...]  # in file order; for JSONL the union of the keys, first-seen order
     rows: list[Row]
 
-    def require(self, *names: str) -> None:
-        """DatasetError naming the missing columns and the ones the file has."""
+    def require(self, *names: str, labels: Mapping[str, str] | None = None) -> None:
+        """DatasetError naming the missing columns (with what each was asked for as, from `labels`, e.g.
+        `dataset.columns.correct`) and the ones the file has."""
         missing = [n for n in names if n not in self.columns]
         if missing:
-            raise DatasetError(f"{self.path}: no column {', '.join(map(repr, missing))}; the file has "
+            shown = [f"{n!r} ({labels[n]})" if labels and n in labels else repr(n) for n in missing]
+            raise DatasetError(f"{self.path}: no column {', '.join(shown)}; the file has "
                                f"{', '.join(map(repr, self.columns)) or 'no columns'}",
                                hint="map your column names under `columns:` in the dataset config")
 

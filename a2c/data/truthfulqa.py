@@ -7,8 +7,11 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from a2c.data.columns import TRUTHFULQA_HUB_COLUMNS, records_from_table
 from a2c.data.errors import DatasetError
+from a2c.data.own import hub_table
 from a2c.data.records import QARecord
+from a2c.data.tables import Row, Table
 from a2c.files import DEFAULT_ENCODING, read_text
 
 HF_DATASET = "truthfulqa/truthful_qa"
@@ -82,22 +85,18 @@ def load_truthfulqa_csv(path: str | Path, encoding: str = DEFAULT_ENCODING) -> l
 
 
 def records_from_hf_rows(rows: Iterable[Mapping[str, object]]) -> list[QARecord]:
-    """Rows of `truthfulqa/truthful_qa` (config `generation`): lists instead of `;`-joined cells."""
-    return [record_from_fields(i, str(r["question"]), str(r["best_answer"]), list(r["correct_answers"]),
-                               list(r["incorrect_answers"]), str(r["category"]))
-            for i, r in enumerate(rows)]
+    """Rows of `truthfulqa/truthful_qa` (config `generation`): lists instead of `;`-joined cells, read through
+    the generic column mapping (`TRUTHFULQA_HUB_COLUMNS`), so they give the CSV's records."""
+    rows = list(rows)
+    table = Table(Path(HF_DATASET), tuple(rows[0]) if rows else (),
+                  [Row(f"{HF_DATASET}:row {i + 1}", dict(r)) for i, r in enumerate(rows)])
+    return records_from_table(table, TRUTHFULQA_HUB_COLUMNS, id_prefix="truthfulqa")
 
 
 def load_truthfulqa_hub(split: str = "validation") -> list[QARecord]:
     """The same records from the Hugging Face hub, where one is reachable (needs the `datasets` package)."""
     try:
-        import datasets  # optional dependency, only needed for the hub source
-    except ImportError:
-        raise DatasetError("loading TruthfulQA from the hub needs the `datasets` package (pip install "
-                           f"datasets); or {LOCAL_HINT}") from None
-    try:
-        rows = datasets.load_dataset(HF_DATASET, HF_CONFIG, split=split)
-    except Exception as exc:  # the hub is unreachable in many setups; say how to avoid it
-        raise DatasetError(f"could not load {HF_DATASET} ({HF_CONFIG}) from the hub: {exc}; "
-                           f"{LOCAL_HINT} instead") from None
-    return records_from_hf_rows(rows)
+        table = hub_table(HF_DATASET, HF_CONFIG, split, None)
+    except DatasetError as exc:
+        raise DatasetError(f"{exc}; or {LOCAL_HINT}", hint=exc.hint) from None
+    return records_from_table(table, TRUTHFULQA_HUB_COLUMNS, id_prefix="truthfulqa")

@@ -30,6 +30,9 @@ def truthfulqa_references(record: QARecord) -> tuple[tuple[str, ...], tuple[str,
     the true ones unless one of them already reads so. Every accuracy similarity scores against these, so
     the protocol lives in this one place.
     """
+    if not record.has_references:
+        raise ValueError(f"record {record.id}: no references (a question of your own without answers); "
+                         "accuracy is undefined for it")
     true_refs = tuple(close_reference(r) for r in record.correct if r.strip())
     false_refs = tuple(close_reference(r) for r in record.incorrect if r.strip())
     return (true_refs if NO_COMMENT in true_refs else (*true_refs, NO_COMMENT)), false_refs

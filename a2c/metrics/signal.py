@@ -1,0 +1,218 @@
+"""Consistency as a signal of correctness: how well a consistency score ranks answers by their accuracy.
+
+A consistency metric scores an output set (one question, one source of variation); every answer of the set
+carries that score as its confidence, and its accuracy (0/1) is the target. So the inputs are grouped: per
+set, its `score`, its number of `answers` and of `accurate` ones. Two measures:
+
+- **AUROC**: scikit-learn's `roc_auc_score` of the score for predicting an accurate answer (ties count ½).
+- **PRR**, the prediction-rejection ratio as LM-Polygraph defines it: reject answers from the least
+  confident up; the rejection curve is the mean accuracy of the answers kept. PRR = (area under the
+  score's curve − random's) / (the oracle's − random's), with area = the mean of the curve over the N
+  kept-answer counts, random = the overall accuracy at every count, oracle = accurate answers kept first.
+  1 = ranks like the oracle, 0 = no better than chance, < 0 = worse. Answers of one set share a score, so
+  the order inside a tie is undefined; we take the curve's expectation over tie orders (the cumulative
+  accuracy grows linearly across a tie), which keeps PRR deterministic. Without ties it is LM-Polygraph's.
+
+Both are undefined when every answer is accurate or none is (nothing to separate): reported as such,
+never NaN. Intervals: a seeded percentile bootstrap over sets (answers of one question are not
+independent), every replicate in one numpy pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+BOOTSTRAP = 1000  # replicates for the intervals
+LEVEL = 0.95
+_CHUNK = 256  # replicates per numpy pass: bounds memory on large datasets
+
+
+def undefined_reason(answers: int, accurate: int) -> str | None:
+    """Why AUROC and PRR cannot be computed for these counts, or None when they can."""
+    if answers == 0:
+        return "no answers with a defined score"
+    if accurate == 0:
+        return "no answer is accurate"
+    if accurate == answers:
+        return "every answer is accurate"
+    return None
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Sets as (score, answers, accurate answers), validated; `ordered` merges equal scores, best first."""
+
+    scores: np.ndarray
+    answers: np.ndarray
+    accurate: np.ndarray
+
+    @classmethod
+    def of(cls, scores: Sequence[float], answers: Sequence[int], accurate: Sequence[int]) -> Groups:
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+        n = np.asarray(answers, dtype=np.int64).reshape(-1)
+        a = np.asarray(accurate, dtype=np.int64).reshape(-1)
+        if not len(s) == len(n) == len(a):
+            raise ValueError(f"scores, answers and accurate differ in length: {len(s)}, {len(n)}, {len(a)}")
+        if not np.all(np.isfinite(s)):
+            raise ValueError("scores must be finite (leave out sets whose metric is undefined)")
+        if np.any(n < 0) or np.any(a < 0) or np.any(a > n):
+            raise ValueError("need 0 <= accurate <= answers for every set")
+        return cls(s, n, a)
+
+    @classmethod
+    def per_answer(cls, scores: Sequence[float], labels: Sequence[bool | int]) -> Groups:
+        """One set per answer: plain (score, label) pairs."""
+        labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+        if np.any((labels != 0) & (labels != 1)):
+            raise ValueError("labels must be 0/1 (or booleans)")
+        return cls.of(scores, np.ones_like(labels), labels)
+
+    def ordered(self) -> tuple[np.ndarray, np.ndarray]:
+        """(index of each set's tie group, tie groups' scores), tie groups sorted by score, highest first."""
+        unique, inverse = np.unique(-self.scores, return_inverse=True)
+        return inverse.reshape(-1), -unique
+
+    @property
+    def undefined(self) -> str | None:
+        return undefined_reason(int(self.answers.sum()), int(self.accurate.sum()))
+
+
+def _group_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Column sums of `values` (replicates × sets) per tie group → replicates × groups."""
+    order = np.argsort(group, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]  # every group 0..n_groups-1 has a set
+    return np.add.reduceat(values[:, order], starts, axis=1)
+
+
+def _auroc(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """AUROC per replicate from accurate (`pos`) and inaccurate (`neg`) answers per tie group, groups from
+    the highest score down: P(a random accurate answer outscores a random inaccurate one), ties ½."""
+    n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
+    below = n_neg[:, None] - np.cumsum(neg, axis=1)  # inaccurate answers with a lower score than the group
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (pos * (below + 0.5 * neg)).sum(axis=1) / (n_pos * n_neg)
+
+
+def _harmonic(n: int) -> np.ndarray:
+    """H[k] = 1 + 1/2 + ... + 1/k for k = 0..n (H[0] = 0)."""
+    return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+
+
+def _prr(pos: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """PRR per replicate from accurate and all answers per tie group, groups from the highest score down.
+
+    Keeping the k most confident answers, the expected number accurate is C(k); the area is
+    (1/N) Σ_k C(k)/k. Inside a group of w answers of which p are accurate, starting after K answers of
+    which S are accurate, C(K + j) = S + j·p/w, so the group adds p + (S − K·p/w)·(H(K + w) − H(K)).
+    """
+    n = total.sum(axis=1)
+    n_pos = pos.sum(axis=1)
+    harmonic = _harmonic(int(n.max()) if n.size else 0)
+    end = np.cumsum(total, axis=1).astype(np.int64)
+    start = end - total.astype(np.int64)
+    before = np.cumsum(pos, axis=1) - pos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(total > 0, pos / np.where(total > 0, total, 1), 0.0)
+        area = (pos + (before - start * rate) * (harmonic[end] - harmonic[start])).sum(axis=1) / n
+        random = n_pos / n
+        oracle = (n_pos + n_pos * (harmonic[n.astype(np.int64)] - harmonic[n_pos.astype(np.int64)])) / n
+        return (area - random) / (oracle - random)
+
+
+def auroc(groups: Groups) -> float | None:
+    """scikit-learn's AUROC of the score for predicting an accurate answer; None when undefined."""
+    if groups.undefined:
+        return None
+    labels = np.concatenate([np.ones(len(groups.scores)), np.zeros(len(groups.scores))])
+    weights = np.concatenate([groups.accurate, groups.answers - groups.accurate]).astype(np.float64)
+    keep = weights > 0
+    return float(roc_auc_score(labels[keep], np.tile(groups.scores, 2)[keep], sample_weight=weights[keep]))
+
+
+def prediction_rejection_ratio(groups: Groups) -> float | None:
+    """PRR (module docstring); None when undefined."""
+    if groups.undefined:
+        return None
+    group, scores = groups.ordered()
+    n_groups = len(scores)
+    pos = _group_sums(groups.accurate[None, :].astype(np.float64), group, n_groups)
+    total = _group_sums(groups.answers[None, :].astype(np.float64), group, n_groups)
+    return float(_prr(pos, total)[0])
+
+
+def rejection_curve(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
+    """(share of answers rejected, accuracy of the answers kept), rejecting the least confident first; the
+    expectation over tie orders, from 0 rejected to all but one."""
+    group, scores = groups.ordered()
+    pos = _group_sums(groups.accurate[None, :].astype(np.float64), group, len(scores))[0]
+    total = _group_sums(groups.answers[None, :].astype(np.float64), group, len(scores))[0].astype(np.int64)
+    keep = total > 0
+    rate = np.repeat(pos[keep] / total[keep], total[keep])  # each answer's expected accuracy
+    n = len(rate)
+    kept = np.arange(1, n + 1)
+    return (1.0 - kept / n)[::-1], (np.cumsum(rate) / kept)[::-1]
+
+
+def oracle_curve(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
+    """The rejection curve of a score that ranks every accurate answer first."""
+    n, n_pos = int(groups.answers.sum()), int(groups.accurate.sum())
+    return rejection_curve(Groups.per_answer(np.r_[np.ones(n_pos), np.zeros(n - n_pos)],
+                                             np.r_[np.ones(n_pos), np.zeros(n - n_pos)]))
+
+
+@dataclass(frozen=True)
+class Signal:
+    """AUROC and PRR of one score with bootstrap intervals, or why they are undefined (`undefined`)."""
+
+    sets: int
+    answers: int
+    accurate: int
+    auroc: float | None
+    auroc_ci: tuple[float, float] | None
+    prr: float | None
+    prr_ci: tuple[float, float] | None
+    undefined: str | None
+    bootstrap: int
+    seed: int
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return None
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """AUROC and PRR of `replicates` resamples of the sets (with replacement); NaN where a resample is
+    undefined (only internally: callers get intervals over the defined ones)."""
+    group, scores = groups.ordered()
+    rng = np.random.default_rng(seed)
+    n_sets = len(groups.scores)
+    aurocs, prrs = [], []
+    for start in range(0, replicates, _CHUNK):
+        size = min(_CHUNK, replicates - start)
+        counts = rng.multinomial(n_sets, np.full(n_sets, 1.0 / n_sets), size=size).astype(np.float64)
+        pos = _group_sums(counts * groups.accurate, group, len(scores))
+        total = _group_sums(counts * groups.answers, group, len(scores))
+        defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
+        aurocs.append(np.where(defined, _auroc(pos, total - pos), np.nan))
+        prrs.append(np.where(defined, _prr(pos, total), np.nan))
+    return np.concatenate(aurocs), np.concatenate(prrs)
+
+
+def signal(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0, level: float = LEVEL) -> Signal:
+    """AUROC and PRR of a score with seeded bootstrap intervals; all None (with the reason) when undefined."""
+    sets, answers, accurate = len(groups.scores), int(groups.answers.sum()), int(groups.accurate.sum())
+    why = groups.undefined
+    if why:
+        return Signal(sets, answers, accurate, None, None, None, None, why, replicates, seed)
+    aurocs, prrs = bootstrap(groups, replicates=replicates, seed=seed)
+    return Signal(sets, answers, accurate, auroc(groups), _interval(aurocs, level),
+                  prediction_rejection_ratio(groups), _interval(prrs, level), None, replicates, seed)

@@ -1,0 +1,156 @@
+"""Consistency as a signal of correctness: AUROC and PRR against hand-computed values, scikit-learn, an
+LM-Polygraph-style per-answer computation over every order of tied answers, and their properties."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import roc_auc_score
+
+from a2c.metrics.signal import (
+    Groups,
+    auroc,
+    bootstrap,
+    oracle_curve,
+    prediction_rejection_ratio,
+    rejection_curve,
+    signal,
+)
+
+
+def _polygraph_prr(confidence: np.ndarray, correct: np.ndarray) -> float:
+    """PRR the plain way, one answer at a time in the given order of ties (LM-Polygraph's definition)."""
+    n = len(confidence)
+    kept = np.arange(1, n + 1)
+    area = np.mean(np.cumsum(correct[np.argsort(-confidence, kind="stable")]) / kept)
+    oracle = np.mean(np.cumsum(np.sort(correct)[::-1]) / kept)
+    random = correct.mean()
+    return float((area - random) / (oracle - random))
+
+
+def test_hand_computed_values_without_ties():
+    g = Groups.per_answer([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0])
+    assert auroc(g) == pytest.approx(3 / 4)  # 3 of the 4 (accurate, inaccurate) pairs ranked right
+    # kept accuracy 1, 1/2, 2/3, 2/4 → area 2/3; oracle 1, 1, 2/3, 2/4 → 19/24; random 1/2
+    assert prediction_rejection_ratio(g) == pytest.approx((2 / 3 - 1 / 2) / (19 / 24 - 1 / 2))  # 4/7
+
+
+def test_hand_computed_values_with_a_tied_set():
+    # a set of two answers (one accurate) scored 0.5, a set of one inaccurate answer scored 0.2
+    g = Groups.of([0.5, 0.2], answers=[2, 1], accurate=[1, 0])
+    assert auroc(g) == pytest.approx(0.75)  # one tie (½) and one win over two pairs
+    # the two orders of the tie give PRR 1 and −0.2: their mean
+    assert prediction_rejection_ratio(g) == pytest.approx(0.4)
+    shares, kept = rejection_curve(g)
+    assert shares == pytest.approx([0, 1 / 3, 2 / 3]) and kept == pytest.approx([1 / 3, 1 / 2, 1 / 2])
+
+
+@pytest.mark.parametrize(("answers", "accurate", "why"), [
+    ([3, 2], [3, 2], "every answer is accurate"),
+    ([3, 2], [0, 0], "no answer is accurate"),
+    ([], [], "no answers with a defined score"),
+])
+def test_undefined_cases_are_reported_never_nan(answers, accurate, why):
+    g = Groups.of([0.1 * i for i in range(len(answers))], answers, accurate)
+    result = signal(g, replicates=50)
+    assert result.undefined == why
+    assert (result.auroc, result.prr, result.auroc_ci, result.prr_ci) == (None, None, None, None)
+    assert auroc(g) is None and prediction_rejection_ratio(g) is None
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="accurate <= answers"):
+        Groups.of([0.5], [1], [2])
+    with pytest.raises(ValueError, match="finite"):
+        Groups.of([math.nan], [1], [1])
+    with pytest.raises(ValueError, match="0/1"):
+        Groups.per_answer([0.5], [2])
+
+
+def test_bootstrap_is_seeded_and_its_interval_holds_the_estimate():
+    rng = np.random.default_rng(3)
+    answers = rng.integers(1, 6, 120)
+    scores = rng.random(120)
+    accurate = rng.binomial(answers, np.clip(scores, 0.05, 0.95))  # consistent sets are more often right
+    g = Groups.of(scores, answers, accurate)
+    first, again = signal(g, seed=7), signal(g, seed=7)
+    assert first == again and signal(g, seed=8).auroc_ci != first.auroc_ci
+    assert first.auroc_ci[0] <= first.auroc <= first.auroc_ci[1]
+    assert first.prr_ci[0] <= first.prr <= first.prr_ci[1]
+    assert first.auroc > 0.6 and first.prr > 0.2
+    aurocs, prrs = bootstrap(g, replicates=300, seed=1)
+    assert aurocs.shape == prrs.shape == (300,) and np.isfinite(aurocs).all()
+
+
+sets = st.lists(st.tuples(st.integers(0, 4), st.integers(1, 4), st.integers(0, 4)), min_size=1, max_size=12)
+
+
+def _groups(items: list[tuple[int, int, int]]) -> Groups:
+    return Groups.of([s / 4 for s, _, _ in items], [n for _, n, _ in items], [min(a, n) for _, n, a in items])
+
+
+def _per_answer(g: Groups) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.repeat(g.scores, g.answers)
+    labels = np.concatenate([[1] * a + [0] * (n - a) for n, a in zip(g.answers, g.accurate, strict=True)])
+    return scores, labels.astype(float)
+
+
+@settings(max_examples=150, deadline=None)
+@given(sets)
+def test_auroc_equals_scikit_learn_on_every_answer_and_the_bootstrap_statistic_too(items):
+    g = _groups(items)
+    scores, labels = _per_answer(g)
+    if g.undefined:
+        assert auroc(g) is None
+        return
+    assert auroc(g) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    # the vectorised statistic of the bootstrap, on the data itself (one "replicate" of counts 1)
+    from a2c.metrics.signal import _auroc, _group_sums
+
+    group, unique = g.ordered()
+    pos = _group_sums(g.accurate[None, :].astype(float), group, len(unique))
+    total = _group_sums(g.answers[None, :].astype(float), group, len(unique))
+    assert _auroc(pos, total - pos)[0] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans()), min_size=2, max_size=6))
+def test_prr_is_polygraphs_averaged_over_every_order_of_tied_answers(pairs):
+    confidence = np.array([c for c, _ in pairs], dtype=float)
+    correct = np.array([float(k) for _, k in pairs])
+    g = Groups.per_answer(confidence, correct)
+    if g.undefined:
+        return
+    orders = [list(p) for p in itertools.permutations(range(len(pairs)))]
+    expected = np.mean([_polygraph_prr(confidence[o], correct[o]) for o in orders])
+    assert prediction_rejection_ratio(g) == pytest.approx(expected, abs=1e-12)
+    if len(set(confidence)) == len(confidence):  # no ties: exactly LM-Polygraph's number
+        assert prediction_rejection_ratio(g) == pytest.approx(_polygraph_prr(confidence, correct), abs=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(sets)
+def test_properties_bounds_monotone_invariance_and_the_oracle(items):
+    g = _groups(items)
+    if g.undefined:
+        return
+    a, p = auroc(g), prediction_rejection_ratio(g)
+    _, labels = _per_answer(g)
+    # between the score that ranks every inaccurate answer first and the oracle (not −1: the worst case
+    # can lose more area than the oracle gains)
+    worst = prediction_rejection_ratio(Groups.per_answer(1 - labels, labels))
+    assert 0.0 <= a <= 1.0 and worst - 1e-12 <= p <= 1.0 + 1e-12
+    # any strictly increasing transform of the score changes neither
+    squashed = Groups.of(np.tanh(3 * g.scores) + 5, g.answers, g.accurate)
+    assert auroc(squashed) == pytest.approx(a) and prediction_rejection_ratio(squashed) == pytest.approx(p)
+    # reversing the score mirrors AUROC
+    assert auroc(Groups.of(-g.scores, g.answers, g.accurate)) == pytest.approx(1 - a)
+    # a score that is the answer's own accuracy is the oracle
+    perfect = Groups.per_answer(labels, labels)
+    assert prediction_rejection_ratio(perfect) == pytest.approx(1.0) and auroc(perfect) == pytest.approx(1.0)
+    assert oracle_curve(g)[1] == pytest.approx(rejection_curve(perfect)[1])

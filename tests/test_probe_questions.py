@@ -1,0 +1,82 @@
+"""`a2c probe --questions FILE`: many questions in one batched pass (the same loaders as `dataset: file`),
+`--json` for programs, and the usage errors; on the scripted backend, in milliseconds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from a2c.cli import main
+from a2c.llm.scripted import ScriptedBackend
+
+SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
+ARGS = ["--backend", "scripted", "--model", SCRIPT, "--judge", "exact", "--no-cache"]
+
+
+def test_many_questions_go_through_one_batched_pass_and_into_json(tmp_path, monkeypatch, capsys):
+    questions = tmp_path / "mine.csv"
+    questions.write_text("qid,prompt\neiffel,Where is the Eiffel Tower?\nspider,How many legs does a spider "
+                         "have?\nsky,Why is the sky blue?\n", encoding="utf-8")
+    calls: list[int] = []
+    original = ScriptedBackend.run
+
+    def counting(self, jobs, emit):
+        calls.append(len(jobs))
+        return original(self, jobs, emit)
+
+    monkeypatch.setattr(ScriptedBackend, "run", counting)
+    out_json = tmp_path / "out" / "probe.json"
+    code = main(["probe", "--questions", str(questions), "--column", "question=prompt", "--column", "id=qid",
+                 "--json", str(out_json), *ARGS])
+    out = capsys.readouterr().out
+    assert code == 0
+    # one generate call per step for all three questions, not one set of calls per question
+    batched, calls[:] = list(calls), []
+    assert main(["probe", "Where is the Eiffel Tower?", *ARGS]) == 0
+    capsys.readouterr()
+    assert len(batched) == len(calls) and sum(batched) > 2 * sum(calls)
+    assert out.count("A2C answer:") == 3 and "question: Why is the sky blue?  [sky]" in out
+    payload = json.loads(out_json.read_text())
+    assert payload["judge"] == "exact" and payload["temperatures"] == [0.25, 0.5, 0.75, 1.0]
+    assert [q["id"] for q in payload["questions"]] == ["eiffel", "spider", "sky"]
+    first = payload["questions"][0]
+    assert set(first["sets"]) == {"paraphrase", "temperature"}
+    for found in first["sets"].values():
+        n = len(found["answers"])
+        assert len(found["matrix"]) == n and all(len(row) == n for row in found["matrix"])
+        assert len(found["labels"]) == len(found["asked"]) == n
+        assert found["cons_sem"] is None or 0.0 <= found["cons_sem"] <= 1.0
+        assert found["entropy"] is None or found["entropy"] >= 0.0
+    assert {"source", "slot", "reply", "option", "method", "text"} <= set(first["choices"][0])
+    assert "answer" in first and first["paraphrases_failed"] >= 0
+
+
+def test_the_single_question_json_matches_the_batched_one(tmp_path, capsys):
+    questions = tmp_path / "one.jsonl"
+    questions.write_text('{"question": "Where is the Eiffel Tower?"}\n', encoding="utf-8")
+    assert main(["probe", "--questions", str(questions), "--json", str(tmp_path / "a.json"), *ARGS]) == 0
+    assert main(["probe", "Where is the Eiffel Tower?", "--json", str(tmp_path / "b.json"), *ARGS]) == 0
+    capsys.readouterr()
+    batched = json.loads((tmp_path / "a.json").read_text())["questions"][0]
+    single = json.loads((tmp_path / "b.json").read_text())["questions"][0]
+    assert batched["id"] == "one-0" and single["id"] == "q0"
+    assert {k: v for k, v in batched.items() if k != "id"} == {k: v for k, v in single.items() if k != "id"}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["probe", *ARGS], "no question: give one"),
+    (["probe", "Why?", "--questions", "q.jsonl", *ARGS], "not both"),
+    (["probe", "--questions", "q.jsonl", "--column", "prompt", *ARGS], "expected FIELD=NAME"),
+    (["probe", "--questions", "q.jsonl", "--column", "answer=x", *ARGS], "answer: not a field"),
+    (["probe", "--questions", "q.jsonl", "--column", "question=prompt", *ARGS],
+     "q.jsonl: no column 'prompt' (dataset.columns.question); the file has 'question'"),
+    (["probe", "--questions", "bad.jsonl", *ARGS], "bad.jsonl:2: empty question"),
+])
+def test_usage_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text('{"question": "Why?"}\n', encoding="utf-8")
+    (tmp_path / "bad.jsonl").write_text('{"question": "Why?"}\n{"question": ""}\n', encoding="utf-8")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -144,7 +144,7 @@ def _embedding(groups: Sequence[QuestionAnswers], options: SimilarityOptions) ->
     from a2c.judges.hf import sentence_encoder
 
     texts = list(dict.fromkeys(chain.from_iterable((*g.answers, *g.refs) for g in groups)))
-    vectors = sentence_encoder(DEFAULT_EMBEDDING_MODEL).embed(texts, 64) if texts else np.zeros((0, 1))
+    vectors = sentence_encoder(DEFAULT_EMBEDDING_MODEL).unit_vectors(texts, 64) if texts else np.zeros((0, 1))
     row = {t: k for k, t in enumerate(texts)}
     return [np.clip(vectors[[row[a] for a in g.answers]] @ vectors[[row[r] for r in g.refs]].T, 0.0, 1.0)
             for g in groups]
@@ -153,10 +153,11 @@ def _embedding(groups: Sequence[QuestionAnswers], options: SimilarityOptions) ->
 @_register("bleurt", BleurtOptions)
 def _bleurt(groups: Sequence[QuestionAnswers], options: BleurtOptions) -> list[np.ndarray]:
     """BLEURT(reference, candidate): the single raw output of a regression cross-encoder, each distinct
-    pair through the model once, all pairs of the dataset in length-sorted batches."""
-    from a2c.judges.hf import cross_encoder
+    pair through the model once, all pairs of the dataset in length-sorted batches. Raw: sentence-transformers
+    puts a sigmoid on one-output models that name no activation, which would squash BLEURT's scale."""
+    from a2c.judges.hf import pair_scorer
 
-    encoder = cross_encoder(options.model, options.max_length)
+    encoder = pair_scorer(options.model, options.max_length)
     if encoder.config.num_labels != 1:
         raise SimilarityError(f"bleurt: model {options.model!r} has {encoder.config.num_labels} outputs; "
                               "a BLEURT checkpoint has one (a regression head, num_labels=1)")

@@ -6,8 +6,9 @@ Answers are TruthfulQA's own reference answers (correct ones first, then incorre
 question with fewer distinct references repeats its first ones, which score 1 with no model call on both
 sides). Two judges, each on the same model and inputs both ways:
 
-- `embedding`: the embedded all-MiniLM-L6-v2.
-- `entail`+`contra`: a cross-encoder. No MNLI model loads here, so this is a *tiny local DeBERTa-v2*
+- `embedding`: the embedded all-MiniLM-L6-v2 as a `SentenceTransformer`; its per-pair loop runs the
+  model's own `preprocess` and modules on each pair, so it checks a2c's tokenisation and batching too.
+- `entail`+`contra`: a `CrossEncoder`. No MNLI model loads here, so this is a *tiny local DeBERTa-v2*
   (random weights, saved to a temp folder and loaded through the judge's own code path); the ratio
   measures batching, not that checkpoint's accuracy. By default it has deberta-v2-xxlarge's attention
   settings (relative attention over 256 log buckets, c2p+p2c); `--deberta-attention default` uses
@@ -85,7 +86,7 @@ def per_pair_loop(outputs: list[list[str]], sample: list[int], one_pair: Callabl
 
 def raw_batch_rate(forward: Callable[[dict], object], encoded: dict, repeats: int = 3) -> float:
     """Inputs per second of the bare forward pass on one pre-tokenized batch (best of a few runs)."""
-    size = encoded["input_ids"].shape[0]
+    size = len(encoded["input_ids"])
     with torch.inference_mode():
         forward(encoded)  # warm-up
         best = min(timed(lambda: forward(encoded))[0] for _ in range(repeats))
@@ -146,27 +147,22 @@ def bench_embedding(questions, outputs, sample, batch_size) -> bool:
     judge = build_judge("embedding", cache=None, **sized(batch_size))
     batch_size = judge.batch_size
     encoder = judge.encoder
-    network, tokenizer = encoder.network, encoder.tokenizer
+    network = encoder.network  # the SentenceTransformer
     batched_s, mats = timed(lambda: judge.matrices(questions, outputs))
     n_pairs = sum(len(differing_pairs(o)) for o in outputs)
     texts = len(encoder._memo)
 
     def one_pair(a: str, b: str) -> float:  # one forward pass per ordered pair, as the per-pair loop does
-        enc = tokenizer([a, b], truncation=True, max_length=encoder.max_length, padding=True,
-                        return_tensors="pt")
-        with torch.inference_mode():
-            hidden = network(**enc).last_hidden_state
-        mask = enc["attention_mask"].unsqueeze(-1).float()
-        pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
-        return float((pooled[0] @ pooled[1]).clamp(0, 1))
+        with torch.inference_mode():  # sentence-transformers' own tokenisation and modules
+            pooled = network(network.preprocess([a, b]))["sentence_embedding"]
+        return float(torch.nn.functional.cosine_similarity(pooled[:1], pooled[1:]).clamp(0, 1))
 
     loop_s, done, max_diff = per_pair_loop(outputs, sample, one_pair,
                                            lambda value, q, i, j: abs(value - mats[q][i, j]))
     rng = random.Random(0)
     pool = [t for o in outputs for t in o]
-    batch = tokenizer(rng.sample(pool, batch_size), truncation=True, max_length=encoder.max_length,
-                      padding=True, return_tensors="pt")
-    raw = raw_batch_rate(lambda enc: network(**enc), batch)
+    batch = network.preprocess(rng.sample(pool, batch_size))
+    raw = raw_batch_rate(lambda features: network(dict(features)), batch)
     print(f"(embedding: {texts:,} unique texts embedded for {n_pairs:,} pairs)")
     return report("embedding judge (all-MiniLM-L6-v2)", n_pairs, batched_s, loop_s / done * n_pairs, done,
                   texts / batched_s, raw, "texts", max_diff, encoder.forward_seconds)
@@ -181,7 +177,8 @@ def bench_cross_encoder(questions, outputs, sample, batch_size, hidden, layers, 
         contra = build_judge("contra", model=folder, cache=None, **sized(batch_size))
         batch_size = entail.batch_size
         scorer = entail.scorer
-        network, tokenizer = scorer.network, scorer.tokenizer
+        # the transformers model inside the judges' CrossEncoder, with the trimmed relative attention
+        network, tokenizer = scorer.network.model, scorer.tokenizer
         # label columns from the model's own id2label, as the judges find them (never fixed indices)
         entail_idx = label_index(network.config, ["entailment"], folder)
         contra_idx = label_index(network.config, ["contradiction"], folder)

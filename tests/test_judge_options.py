@@ -59,7 +59,8 @@ def test_every_judge_declares_a_typed_options_model():
     ("batch_size: abc", "x.yaml:7: judges.1.batch_size: Input should be a valid integer"),
     ("max_length: 0", "x.yaml:7: judges.1.max_length: Input should be greater than or equal to 1"),
     ("batchsize: 8", "x.yaml:7: judges.1.batchsize: unknown option (did you mean 'batch_size'?); this "
-                     "judge takes ['batch_size', 'cache', 'max_length', 'model', 'offline', 'threshold']"),
+                     "judge takes ['batch_size', 'cache', 'max_length', 'model', 'offline', 'prompt', "
+                     "'prompt_name', 'threshold']"),
 ])
 def test_bad_option_fails_at_config_load_with_file_line_and_key(tmp_path, nothing_is_built, option, message):
     path = tmp_path / "x.yaml"
@@ -215,3 +216,14 @@ def test_cli_lists_a_judges_options_from_its_model(capsys):
     assert "  generator: GeneratorConfig | null | Generator, default null" in out
     assert main(["judge", "--list", "-j", "embeding"]) == 2
     assert "Did you mean 'embedding'" in capsys.readouterr().err
+
+
+def test_embedding_prompt_options():
+    plain = build_judge("embedding", cache=None)
+    # no prompt set: the cache identity is the one scores were stored under before prompts existed
+    assert plain.identity() == {"judge": "embedding", "model": "all-MiniLM-L6-v2", "max_length": None}
+    named = build_judge("embedding", prompt_name="query", cache=None)
+    assert named.identity()["prompt_name"] == "query" and named.identity() != plain.identity()
+    assert build_judge("embedding", prompt="", cache=None).identity()["prompt"] == ""
+    with pytest.raises(OptionError, match=r"'embedding': prompt: .*`prompt` or `prompt_name`, not both"):
+        build_judge("embedding", prompt_name="query", prompt="query: ")

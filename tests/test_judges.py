@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -188,13 +190,23 @@ OUTPUTS = [
 ]
 
 
+@cache
+def _plain_minilm():
+    """all-MiniLM-L6-v2 through plain transformers, independent of sentence-transformers."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from a2c.judges.hf import resolve_model
+
+    folder = resolve_model("all-MiniLM-L6-v2")
+    return AutoModel.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+
+
 def _reference_embedding_score(a: str, b: str) -> float:
-    """One forward pass per ordered pair, mean pooling written out by hand: an independent reference."""
+    """One forward pass per ordered pair, all-MiniLM-L6-v2's mean pooling written out by hand: an
+    independent reference."""
     import torch
 
-    from a2c.judges.hf import load_encoder
-
-    network, tokenizer = load_encoder("all-MiniLM-L6-v2")
+    network, tokenizer = _plain_minilm()
     vectors = []
     for text in (a, b):
         enc = tokenizer([text], truncation=True, max_length=256, return_tensors="pt")

@@ -76,7 +76,7 @@ def test_models_without_relative_attention_keep_their_own_attention():
 def test_judge_models_load_with_the_trimmed_bias(tiny_nli_dir):
     from a2c.judges import deberta
 
-    network, _ = load_pair_classifier(str(tiny_nli_dir))
+    network = load_pair_classifier(str(tiny_nli_dir)).model  # the transformers model inside the CrossEncoder
     biases = [m.disentangled_attention_bias for m in network.modules()
               if hasattr(m, "disentangled_attention_bias")]
     assert len(biases) == 2 and all(b.__func__ is deberta._used_bias for b in biases)

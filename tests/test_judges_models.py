@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from a2c.judges import LabelError, TruncationWarning, build_judge
-from a2c.judges.hf import cross_encoder
+from a2c.judges.hf import pair_scorer
 from a2c.judges.llm import UnparsedReplyWarning, yes_probability
 from a2c.llm.base import Completion
 from a2c.metrics import semantic_clusters, semantic_entropy
@@ -41,9 +41,10 @@ def test_nli_batched_equals_per_pair_loop_and_shares_forward_passes(tiny_nli_dir
     entail = build_judge("entail", model=str(tiny_nli_dir), batch_size=3, cache=None)
     contra = build_judge("contra", model=str(tiny_nli_dir), batch_size=3, cache=None)
     e_mats = entail.matrices(QUESTIONS, OUTPUTS)
-    passes = cross_encoder(str(tiny_nli_dir)).forward_passes
+    assert entail.scorer is contra.scorer is pair_scorer(str(tiny_nli_dir))  # one per model, however named
+    passes = entail.scorer.forward_passes
     c_mats = contra.matrices(QUESTIONS, OUTPUTS)
-    assert cross_encoder(str(tiny_nli_dir)).forward_passes == passes  # contra reused entail's passes
+    assert passes > 0 and contra.scorer.forward_passes == passes  # contra reused entail's passes
     for outputs, e, c in zip(OUTPUTS, e_mats, c_mats, strict=True):
         n = len(outputs)
         assert e.shape == c.shape == (n, n)

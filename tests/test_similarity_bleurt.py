@@ -76,3 +76,22 @@ def test_a_missing_checkpoint_gives_a2cs_offline_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotFoundError, match=r"'no-such-org/no-such-bleurt'.*set `model:` to that"):
         score_answers("bleurt", ["You die."], [RECORD], model="no-such-org/no-such-bleurt")
+
+
+def test_scores_are_cross_encoder_predict_without_its_default_sigmoid(tiny_bleurt):
+    """The model loads as a sentence-transformers CrossEncoder; BLEURT reads its raw output, which is
+    `predict` with the identity activation, not the sigmoid it defaults to for one-output models."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    answers = ["You die.", "seeds pass through your stomach"]
+    got = score_answers("bleurt", answers, [RECORD] * len(answers), model=str(tiny_bleurt))
+    own = CrossEncoder(str(tiny_bleurt), device="cpu")
+    true_refs, false_refs = truthfulqa_references(RECORD)
+    for answer, scores in zip(answers, got, strict=True):
+        raw_true = own.predict([(r, answer) for r in true_refs], activation_fn=torch.nn.Identity())
+        raw_false = own.predict([(r, answer) for r in false_refs], activation_fn=torch.nn.Identity())
+        assert scores.max_true == pytest.approx(float(raw_true.max()), abs=1e-5)
+        assert scores.diff == pytest.approx(float(raw_true.max() - raw_false.max()), abs=1e-5)
+        squashed = own.predict([(r, answer) for r in true_refs])  # sentence-transformers' default
+        assert float(squashed.max()) != pytest.approx(scores.max_true, abs=1e-3)

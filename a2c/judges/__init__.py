@@ -7,7 +7,7 @@ its class's `Options` model (a `JudgeOptions`), checked the same way for configs
 
 from a2c.judges import classifier, embedding, lexical, llm  # noqa: F401  (register the judges)
 from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
-from a2c.judges.hf import LabelError, ModelNotFoundError, TruncationWarning
+from a2c.judges.hf import LabelError, ModelNotFoundError, PromptError, TruncationWarning
 from a2c.judges.presets import (
     JudgePreset,
     JudgeSpec,
@@ -32,6 +32,7 @@ __all__ = [
     "Pair",
     "PairwiseJudge",
     "PresetError",
+    "PromptError",
     "TruncationWarning",
     "build_judge",
     "load_preset",

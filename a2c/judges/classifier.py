@@ -1,8 +1,9 @@
 """Cross-encoder judges: paraphrase probability (`pp`) and NLI entailment / contradiction.
 
 The label a score reads is looked up by name in the model's own `id2label`, never by a hard-coded index:
-MNLI checkpoints disagree on label order. `entail` and `contra` on the same model share one
-`CrossEncoder`, so each ordered pair costs one forward pass for both matrices.
+MNLI checkpoints disagree on label order. Models load as `sentence_transformers.CrossEncoder` (its activation
+applies before the softmax); `entail` and `contra` on the same model share one `PairScorer`, so each
+ordered pair costs one forward pass for both matrices.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from a2c.judges.base import JUDGES, ModelJudge, ModelName, ModelOptions, Pair, Threshold
-from a2c.judges.hf import CrossEncoder, cross_encoder, label_index
+from a2c.judges.hf import PairScorer, label_index, pair_scorer
 
 PAPER_NLI_MODEL = "microsoft/deberta-v2-xxlarge-mnli"
 PAPER_PP_MODEL = "domenicrosati/deberta-v3-large-finetuned-paws-paraphrase-detector"
@@ -32,14 +33,14 @@ class CrossEncoderJudge(ModelJudge):
     def __init__(self, options: Options) -> None:
         super().__init__(options)
         self.wanted = (options.label,) if options.label else self.labels
-        self._scorer: CrossEncoder | None = None
+        self._scorer: PairScorer | None = None
         self._label: int | None = None
 
     @property
-    def scorer(self) -> CrossEncoder:
+    def scorer(self) -> PairScorer:
         """Loaded on first use, so building a judge from a preset costs nothing until it scores."""
         if self._scorer is None:
-            self._scorer = cross_encoder(self.model, self.max_length, self.offline)
+            self._scorer = pair_scorer(self.model, self.max_length, self.offline)
             self._label = label_index(self._scorer.config, self.wanted, self.model)
         return self._scorer
 

@@ -1,7 +1,8 @@
 """`embedding`: cosine similarity of sentence embeddings (offline default: the embedded all-MiniLM-L6-v2).
 
-A bi-encoder needs one forward pass per unique *text*, not per pair: the pair scores are dot products of
-unit vectors, so the batched pass embeds every distinct answer of the dataset once.
+Any sentence-transformers model works: it embeds with its own modules (pooling, Dense layers, normalisation)
+and prompts. A bi-encoder needs one forward pass per unique *text*, not per pair: the pair scores are dot
+products of unit vectors, so the batched pass embeds every distinct answer of the dataset once.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import Field, ValidationInfo, field_validator
 
 from a2c.judges.base import JUDGES, ModelJudge, ModelName, ModelOptions, Pair, Threshold
 from a2c.judges.hf import SentenceEncoder, sentence_encoder
@@ -27,20 +29,37 @@ class EmbeddingJudge(ModelJudge):
     class Options(ModelOptions):
         model: ModelName = DEFAULT_EMBEDDING_MODEL
         threshold: Threshold = 0.8
+        # instruction-tuned embedders (E5, BGE, nomic ...) expect a prefix; by default the model's own
+        prompt_name: str | None = Field(None, description="the model's prompt to put before each answer "
+                                                          "(default: the model's default prompt, if any)")
+        prompt: str | None = Field(None, description="text to put before each answer, instead of a named "
+                                                     "prompt")
+
+        @field_validator("prompt")
+        @classmethod
+        def _one_prompt(cls, value: str | None, info: ValidationInfo) -> str | None:
+            if value is not None and info.data.get("prompt_name") is not None:
+                raise ValueError("give `prompt` or `prompt_name`, not both")
+            return value
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
+        self.prompt_name = options.prompt_name
+        self.prompt = options.prompt
 
     @property
     def encoder(self) -> SentenceEncoder:
-        return sentence_encoder(self.model, self.max_length, self.offline)
+        return sentence_encoder(self.model, self.max_length, self.offline, self.prompt_name, self.prompt)
 
     def identity(self) -> dict[str, Any]:
-        return {"judge": self.name, "model": self.model, "max_length": self.max_length}
+        # prompts enter only when set, so scores cached before the option existed keep their keys
+        prompts = {"prompt_name": self.prompt_name, "prompt": self.prompt}
+        return {"judge": self.name, "model": self.model, "max_length": self.max_length,
+                **{k: v for k, v in prompts.items() if v is not None}}
 
     def score_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
         texts = list(dict.fromkeys(t for p in pairs for t in (p.a, p.b)))
-        vectors = self.encoder.embed(texts, self.batch_size)
+        vectors = self.encoder.unit_vectors(texts, self.batch_size)
         row = {t: k for k, t in enumerate(texts)}
         first = vectors[[row[p.a] for p in pairs]]
         second = vectors[[row[p.b] for p in pairs]]

@@ -1,21 +1,22 @@
-"""Transformers models behind the model judges, loaded once per process and run in length-sorted batches.
+"""sentence-transformers models behind the model judges: loaded once per process, run in sorted batches.
 
-`CrossEncoder` (sequence-pair models: paraphrase and NLI classifiers, BLEURT's regression head) remembers
-the outputs of every ordered pair it has scored, and one instance exists per model id, so `entail` and
-`contra` on the same NLI model share their forward passes. `SentenceEncoder` embeds each unique text once.
-Both tokenise all their inputs in one call and batch them by token count, so a batch pads only to its own
-longest input.
+sentence-transformers defines each model: its modules (pooling, Dense layers, normalisation), maximum length,
+prompts, and a cross-encoder's labels and activation. What a2c adds is what makes a dataset-wide pass fast:
+`PairScorer` (sequence-pair models: paraphrase and NLI classifiers, BLEURT's regression head) remembers the
+outputs of every ordered pair it has scored and `SentenceEncoder` embeds each unique text once; one of each
+exists per model, so `entail` and `contra` on the same NLI model share their forward passes. Both tokenise all
+their inputs in one call and batch them by token count, so a batch pads only to its own longest input, and
+count the inputs cut to the model's length.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator, Sequence
-from functools import cache
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -26,6 +27,10 @@ from a2c.judges.deberta import trim_relative_attention
 
 class LabelError(A2CError):
     """A classifier whose `id2label` lacks the label a judge needs."""
+
+
+class PromptError(A2CError):
+    """A `prompt_name` the embedding model does not define."""
 
 
 class TruncationWarning(UserWarning):
@@ -50,32 +55,44 @@ EMBEDDED_MODELS = {
 
 
 def resolve_model(model: str) -> str:
-    """The folder or hub id transformers should load for a configured model name."""
+    """The folder or hub id sentence-transformers should load for a configured model name."""
     return EMBEDDED_MODELS[model]() if model in EMBEDDED_MODELS else model
 
 
-def _from_pretrained(loader: Any, model: str, *, offline: bool) -> Any:
-    return from_pretrained(loader, resolve_model(model), model=model, kind="judge", offline=offline)
+_SHARED: dict[tuple[Any, ...], Any] = {}
+T = TypeVar("T")
 
 
-@cache
-def load_pair_classifier(model: str, offline: bool = False) -> tuple[Any, Any]:
-    """A sequence-classification model and its tokenizer, in eval mode, once per process."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def _shared(key: tuple[Any, ...], build: Callable[[], T]) -> T:
+    """One object per key for the whole process (`functools.cache` would tell `f(x)` and `f(x, False)` apart,
+    loading a model twice and splitting its memo)."""
+    if key not in _SHARED:
+        _SHARED[key] = build()
+    return _SHARED[key]
 
-    tokenizer = _from_pretrained(AutoTokenizer, model, offline=offline)
-    network = _from_pretrained(AutoModelForSequenceClassification, model, offline=offline)
+
+def _load(kind: Any, model: str, offline: bool) -> Any:
+    """A sentence-transformers model in eval mode, through a2c's offline-first lookup (its models are built by
+    their constructor, which takes `local_files_only` like `from_pretrained`). DeBERTa relative attention
+    gets the exact trimmed bias."""
+    loader = SimpleNamespace(from_pretrained=kind)
+    network = from_pretrained(loader, resolve_model(model), model=model, kind="judge", offline=offline)
     trim_relative_attention(network)
-    return network.eval(), tokenizer
+    return network.eval()
 
 
-@cache
-def load_encoder(model: str, offline: bool = False) -> tuple[Any, Any]:
-    from transformers import AutoModel, AutoTokenizer
+def load_pair_classifier(model: str, offline: bool = False) -> Any:
+    """The `sentence_transformers.CrossEncoder` of a model, once per process."""
+    from sentence_transformers import CrossEncoder
 
-    tokenizer = _from_pretrained(AutoTokenizer, model, offline=offline)
-    network = _from_pretrained(AutoModel, model, offline=offline)
-    return network.eval(), tokenizer
+    return _shared((CrossEncoder, model), lambda: _load(CrossEncoder, model, offline))
+
+
+def load_encoder(model: str, offline: bool = False) -> Any:
+    """The `sentence_transformers.SentenceTransformer` of a model, once per process."""
+    from sentence_transformers import SentenceTransformer
+
+    return _shared((SentenceTransformer, model), lambda: _load(SentenceTransformer, model, offline))
 
 
 def label_index(config: Any, wanted: Sequence[str], model: str) -> int:
@@ -87,18 +104,22 @@ def label_index(config: Any, wanted: Sequence[str], model: str) -> int:
             return by_name[name.casefold()]
     raise LabelError(
         f"model {model!r} has labels {sorted(labels.values())} but none of {list(wanted)}; "
-        "set the judge option that names the label to use (e.g. `positive_label:`)")
+        "set the judge option that names the label to use (`label:`)")
 
 
-def model_max_length(network: Any, tokenizer: Any, override: int | None) -> int:
-    """The longest input the model takes: the tokenizer's limit, capped by the position table."""
-    if override is not None:
-        return int(override)
-    limits = [int(tokenizer.model_max_length)] if tokenizer.model_max_length < 1_000_000 else []
-    positions = getattr(network.config, "max_position_embeddings", None)
-    if positions and getattr(network.config, "position_biased_input", True):
-        limits.append(int(positions))
-    return min(limits) if limits else 512
+def resolve_prompt(network: Any, model: str, prompt_name: str | None, prompt: str | None) -> str | None:
+    """The text put before each input, as sentence-transformers chooses it: `prompt`, else the model's prompt
+    called `prompt_name`, else the model's default prompt (if it names one)."""
+    if prompt is not None:
+        return prompt
+    name = prompt_name if prompt_name is not None else network.default_prompt_name
+    if name is not None and name not in network.prompts:
+        raise PromptError(f"model {model!r} has no prompt {name!r}; its prompts: {sorted(network.prompts)}")
+    return network.prompts[name] if name is not None else None
+
+
+# tokenizers without a limit report ~1e30, which the Rust backend cannot take; no text model reads this many
+_LONGEST = 1 << 20
 
 
 # special tokens plus a word-start marker per segment (SentencePiece): the tokens that cover no input byte
@@ -115,12 +136,6 @@ def _count_over_limit(tokenizer: Any, firsts: Sequence[str], seconds: Sequence[s
     pairs = [seconds[k] for k in suspects] if seconds is not None else None
     ids = tokenizer([firsts[k] for k in suspects], pairs)["input_ids"]
     return sum(len(row) > limit for row in ids)
-
-
-def _warn_truncated(count: int, limit: int, model: str) -> None:
-    if count:
-        warnings.warn(f"{count} input(s) longer than {limit} tokens were truncated for {model}",
-                      TruncationWarning, stacklevel=3)
 
 
 def encode(tokenizer: Any, firsts: Sequence[str], seconds: Sequence[str] | None, max_length: int
@@ -178,108 +193,143 @@ def _token_batches(tokenizer: Any, encoded: Any, batch_size: int) -> Iterator[tu
         yield torch.from_numpy(batch), inputs
 
 
-class CrossEncoder:
-    """A sequence-pair model (classifier or regression head) that remembers each ordered pair's outputs."""
+def _takes_plain_tokens(network: Any) -> bool:
+    """Whether sentence-transformers feeds this model the tokenizer's own output for a text or pair, so a2c
+    may tokenise itself (faster, see `encode`). Models whose inputs it formats (chat templates, per-model
+    processor settings) go through the model's own `preprocess` instead."""
+    from sentence_transformers.base.modules import Transformer
 
-    def __init__(self, model: str, max_length: int | None = None, offline: bool = False) -> None:
+    first = network[0]
+    return (isinstance(first, Transformer) and first.tokenizer is not None and not first.processing_kwargs
+            and set(first.modality_config) == {"text"}
+            and first.transformer_task in {"feature-extraction", "sequence-classification"})
+
+
+class _BatchedModel:
+    """The pass both model kinds share: tokenise every input in one call, count the over-long ones, run
+    batches of similar token count through the sentence-transformers model and keep its `output` feature."""
+
+    output: ClassVar[str]  # the feature the model's last module writes
+
+    def __init__(self, model: str, network: Any, max_length: int | None, prompt: str | None) -> None:
         self.model = model
-        self.network, self.tokenizer = load_pair_classifier(model, offline)
-        self.max_length = model_max_length(self.network, self.tokenizer, max_length)
-        self._memo: dict[tuple[str, str], np.ndarray] = {}
+        self.network = network  # the sentence-transformers model
+        self.tokenizer = network.tokenizer
+        self.max_length = min(int(max_length or network.max_seq_length or _LONGEST), _LONGEST)
+        self.prompt = prompt or None  # prepended to each (first) text, as sentence-transformers does
+        self._plain = _takes_plain_tokens(network)
+        # a pooling that leaves the prompt out reads its token count from the features
+        self._extra = {} if self.prompt is None or not self._plain else \
+            {k: v for k, v in network.preprocess([""], prompt=self.prompt).items() if k == "prompt_length"}
         self.truncated = 0
         self.forward_passes = 0
-        self.forward_seconds = 0.0  # time inside the network alone, to compare with the whole pass
+        self.forward_seconds = 0.0  # time inside the model alone, to compare with the whole pass
+
+    def _run(self, firsts: Sequence[str], seconds: Sequence[str] | None, batch_size: int) -> Any:
+        """The model's `output` for each input (rows in input order, float32 on the CPU)."""
+        import torch
+
+        texts = firsts if self.prompt is None else [self.prompt + a for a in firsts]
+        sizes = [len(a.encode()) + (len(seconds[k].encode()) if seconds is not None else 0)
+                 for k, a in enumerate(texts)]
+        too_long = _count_over_limit(self.tokenizer, texts, seconds, sizes, self.max_length)
+        self.truncated += too_long
+        if too_long:
+            warnings.warn(f"{too_long} input(s) longer than {self.max_length} tokens were truncated for "
+                          f"{self.model}", TruncationWarning, stacklevel=3)
+        encoded = encode(self.tokenizer, texts, seconds, self.max_length)
+        positions, parts = [], []
+        device = self.network.device
+        with torch.inference_mode():
+            for batch, inputs in _token_batches(self.tokenizer, encoded, batch_size):
+                if self._plain:
+                    features = {k: v.to(device) for k, v in inputs.items()} | self._extra
+                else:
+                    items = [firsts[k] if seconds is None else (firsts[k], seconds[k])
+                             for k in batch.tolist()]
+                    features = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                                for k, v in self.network.preprocess(items, prompt=self.prompt).items()}
+                start = time.perf_counter()
+                parts.append(self.network(features)[self.output].float().cpu())
+                self.forward_seconds += time.perf_counter() - start
+                self.forward_passes += 1
+                positions.append(batch)
+        stacked = torch.cat(parts)
+        rows = torch.empty_like(stacked)
+        rows[torch.cat(positions)] = stacked
+        return rows
+
+
+class PairScorer(_BatchedModel):
+    """A `sentence_transformers.CrossEncoder` (classifier or regression head) that remembers each ordered
+    pair's raw outputs."""
+
+    output = "scores"
+
+    def __init__(self, model: str, max_length: int | None = None, offline: bool = False) -> None:
+        network = load_pair_classifier(model, offline)
+        super().__init__(model, network, max_length, resolve_prompt(network, model, None, None))
+        self._memo: dict[tuple[str, str], np.ndarray] = {}
 
     @property
     def config(self) -> Any:
-        return self.network.config
+        """The transformers config of the underlying model (`id2label`, `num_labels`)."""
+        return self.network.model.config
 
     def probabilities(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
-        """Softmax over the model's labels for each ordered pair (rows in input order)."""
+        """`CrossEncoder.predict(..., apply_softmax=True)` for each ordered pair: the softmax over the labels
+        of the model's activated outputs (rows in input order)."""
         import torch
 
-        return torch.softmax(torch.from_numpy(self.logits(pairs, batch_size)), dim=-1).numpy()
+        scores = self.network.activation_fn(torch.from_numpy(self.logits(pairs, batch_size)))
+        return torch.softmax(scores, dim=-1).numpy()
 
     def logits(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
         """The model's raw outputs for each ordered pair (rows in input order), each distinct pair run once.
         A regression head (BLEURT: one output) is read here: a softmax over one label is always 1."""
-        import torch
-
         todo = list(dict.fromkeys(p for p in pairs if p not in self._memo))
         if todo:
-            firsts, seconds = [a for a, _ in todo], [b for _, b in todo]
-            sizes = [len(a.encode()) + len(b.encode()) for a, b in todo]
-            too_long = _count_over_limit(self.tokenizer, firsts, seconds, sizes, self.max_length)
-            self.truncated += too_long
-            _warn_truncated(too_long, self.max_length, self.model)
-            encoded = encode(self.tokenizer, firsts, seconds, self.max_length)
-            logits = torch.empty(len(todo), self.config.num_labels)
-            with torch.inference_mode():
-                for batch, inputs in _token_batches(self.tokenizer, encoded, batch_size):
-                    start = time.perf_counter()
-                    logits[batch] = self.network(**inputs).logits.float()
-                    self.forward_seconds += time.perf_counter() - start
-                    self.forward_passes += 1
-                # one conversion for the whole call, not per batch or per row
-                self._memo.update(zip(todo, logits.numpy(), strict=True))
+            outputs = self._run([a for a, _ in todo], [b for _, b in todo], batch_size)
+            # one conversion for the whole call, not per batch or per row
+            self._memo.update(zip(todo, outputs.numpy(), strict=True))
         return np.stack([self._memo[p] for p in pairs]) if pairs else \
             np.zeros((0, self.config.num_labels), dtype=np.float32)
 
 
-@cache
-def cross_encoder(model: str, max_length: int | None = None, offline: bool = False) -> CrossEncoder:
+def pair_scorer(model: str, max_length: int | None = None, offline: bool = False) -> PairScorer:
     """The process-wide scorer for a model, shared by every judge that uses it."""
-    return CrossEncoder(model, max_length, offline)
+    return _shared((PairScorer, model, max_length), lambda: PairScorer(model, max_length, offline))
 
 
-class SentenceEncoder:
-    """Mean-pooled, L2-normalised sentence embeddings (the sentence-transformers recipe, in plain torch)."""
+class SentenceEncoder(_BatchedModel):
+    """A `sentence_transformers.SentenceTransformer` that embeds each distinct text once: its own modules,
+    pooling, normalisation and prompt."""
 
-    def __init__(self, model: str, max_length: int | None = None, offline: bool = False) -> None:
-        self.model = model
-        self.network, self.tokenizer = load_encoder(model, offline)
-        self.max_length = model_max_length(self.network, self.tokenizer,
-                                           max_length or _sentence_max_length(resolve_model(model)))
+    output = "sentence_embedding"
+
+    def __init__(self, model: str, max_length: int | None = None, offline: bool = False,
+                 prompt_name: str | None = None, prompt: str | None = None) -> None:
+        network = load_encoder(model, offline)
+        super().__init__(model, network, max_length, resolve_prompt(network, model, prompt_name, prompt))
         self._memo: dict[str, np.ndarray] = {}
-        self.truncated = 0
-        self.forward_passes = 0
-        self.forward_seconds = 0.0  # time inside the network alone, to compare with the whole pass
 
     def embed(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        import torch
-
+        """What `SentenceTransformer.encode` gives for each text (rows in input order)."""
         todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if todo:
-            sizes = [len(t.encode()) for t in todo]
-            too_long = _count_over_limit(self.tokenizer, todo, None, sizes, self.max_length)
-            self.truncated += too_long
-            _warn_truncated(too_long, self.max_length, self.model)
-            encoded = encode(self.tokenizer, todo, None, self.max_length)
-            unit = torch.empty(len(todo), self.network.config.hidden_size)
-            with torch.inference_mode():
-                for batch, inputs in _token_batches(self.tokenizer, encoded, batch_size):
-                    start = time.perf_counter()
-                    hidden = self.network(**inputs).last_hidden_state.float()
-                    self.forward_seconds += time.perf_counter() - start
-                    self.forward_passes += 1
-                    mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                    unit[batch] = torch.nn.functional.normalize(pooled, p=2, dim=-1)
-                self._memo.update(zip(todo, unit.numpy(), strict=True))
-        dim = self.network.config.hidden_size
-        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, dim))
+            vectors = self._run(todo, None, batch_size)[:, :self.network.truncate_dim]
+            self._memo.update(zip(todo, vectors.numpy(), strict=True))
+        return np.stack([self._memo[t] for t in texts]) if texts else \
+            np.zeros((0, self.network.get_embedding_dimension() or 0), dtype=np.float32)
+
+    def unit_vectors(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """The embeddings scaled to length 1, so dot products are cosine similarities."""
+        vectors = self.embed(texts, batch_size)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def _sentence_max_length(folder: str) -> int | None:
-    """sentence-transformers folders state the sequence length the model was trained with."""
-    import json
-
-    path = Path(folder) / "sentence_bert_config.json"
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8")).get("max_seq_length")
-    return None
-
-
-@cache
-def sentence_encoder(model: str, max_length: int | None = None, offline: bool = False) -> SentenceEncoder:
-    return SentenceEncoder(model, max_length, offline)
+def sentence_encoder(model: str, max_length: int | None = None, offline: bool = False,
+                     prompt_name: str | None = None, prompt: str | None = None) -> SentenceEncoder:
+    """The process-wide encoder for a model and prompt, shared by every judge that uses it."""
+    return _shared((SentenceEncoder, model, max_length, prompt_name, prompt),
+                   lambda: SentenceEncoder(model, max_length, offline, prompt_name, prompt))

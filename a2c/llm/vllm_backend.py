@@ -11,13 +11,24 @@ the rest, which on 2 cores halves the speed of an offline batch whose front end 
 generated tokens/s), so unless the environment says otherwise the worker gets every allowed core.
 Prompts longer than `max_model_len` less the reply would fail the engine's whole batch: they are cut or
 refused before it runs (`a2c.llm.context`).
+
+The engine runs in child processes (`VLLM::EngineCore`, which starts `VLLM::Worker`) that must not outlive
+a2c: engines are shut down explicitly at exit (`shutdown_engines`, also `VLLMBackend.close`), and a Ctrl-C
+while the engine starts is held until it is up, then stops it (vLLM's start-up swallowed it and then
+waited 600 s for an engine that was gone). vLLM's CPU build starts its processes with `spawn`, so they
+cannot be tied to a2c's life (`PR_SET_PDEATHSIG`) from here: after a SIGKILL they are left running.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import signal
+import sys
+import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -45,13 +56,67 @@ def vllm_model_path(model: str) -> str:
     return str(folder.resolve())
 
 
+def _every_core() -> dict[str, str]:
+    cores = sorted(os.sched_getaffinity(0))
+    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, cores)), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+            "OMP_NUM_THREADS": str(len(cores))}
+
+
 def _use_every_core() -> None:
     """Pin vLLM's CPU worker to every core this process may use, with as many OpenMP threads (see the
     module docstring); settings already in the environment win."""
-    cores = sorted(os.sched_getaffinity(0))
-    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
-    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-    os.environ.setdefault("OMP_NUM_THREADS", str(len(cores)))
+    for name, value in _every_core().items():
+        os.environ.setdefault(name, value)
+
+
+def cpu_environment(kv_cache_gb: int) -> dict[str, str]:
+    """What the in-process CPU engine runs with (KV-cache budget, every core), for starting vLLM's server
+    the same way (`tests/vllm_server.py`); settings already in the environment win."""
+    defaults = {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb), **_every_core()}
+    return {name: os.environ.get(name, value) for name, value in defaults.items()}
+
+
+_ENGINES: list[Any] = []  # every engine started and not yet shut down
+
+
+def _kill_children_since(known: set[int]) -> None:
+    """SIGKILL this process's descendants that are not in `known` (an engine being started), by pid."""
+    import psutil  # a dependency of vllm
+
+    for child in psutil.Process().children(recursive=True):
+        if child.pid not in known:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[threading.Event]:
+    """Hold a first Ctrl-C until the block ends (the event says one came). A second one kills the engine
+    processes started meanwhile and ends a2c at once: raised inside vLLM's start-up it could be swallowed
+    again, and nothing is in flight yet. Only where Python's own handler is in place, in the main thread."""
+    came = threading.Event()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield came
+        return
+    import psutil
+
+    known = {child.pid for child in psutil.Process().children(recursive=True)}
+
+    def hold(signum: int, frame: object) -> None:
+        if came.is_set():
+            _kill_children_since(known)
+            print("a2c: interrupted while the vLLM engine started", file=sys.stderr, flush=True)
+            os._exit(130)
+        came.set()
+        print("vllm: interrupted; stopping once the engine has started (Ctrl-C again to stop now)",
+              file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @lru_cache(maxsize=2)
@@ -65,8 +130,25 @@ def load_engine(path: str, seed: int, max_model_len: int, kv_cache_gb: int, bloc
     except ImportError:
         raise A2CError("the vllm backend needs the optional extra: pip install 'a2c[vllm]'") from None
     kwargs: dict[str, Any] = {"enforce_eager": True} if device == "cpu" else {}
-    return LLM(model=path, seed=seed, max_model_len=max_model_len, enable_prefix_caching=True,
-               block_size=block_size, **kwargs)
+    with _ctrl_c_held() as interrupted:
+        llm = LLM(model=path, seed=seed, max_model_len=max_model_len, enable_prefix_caching=True,
+                  block_size=block_size, **kwargs)
+    _ENGINES.append(llm)
+    if interrupted.is_set():
+        shutdown_engines()
+        raise KeyboardInterrupt
+    return llm
+
+
+@atexit.register
+def shutdown_engines() -> None:
+    """Stop every engine this process started and forget it: `close()` frees the cores and the KV cache at
+    once, and at exit it no longer depends on vLLM's finalizers running in a good order."""
+    while _ENGINES:
+        engine = _ENGINES.pop().llm_engine
+        with contextlib.suppress(Exception):
+            engine.engine_core.shutdown()
+    load_engine.cache_clear()
 
 
 class VLLMBackend:
@@ -81,6 +163,11 @@ class VLLMBackend:
         self.guard = ContextGuard(config.model, config.max_model_len, config.context_policy,
                                   reply_in_context=True)
         self.truncates_to = self.guard.truncates_to
+
+    def close(self) -> None:
+        """Stop the engine processes now (they hold the cores and the KV cache until a2c exits otherwise);
+        the backend cannot generate after it."""
+        shutdown_engines()
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         from vllm import SamplingParams

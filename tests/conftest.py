@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,6 +95,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_answering(base_url: str, proc: Any, timeout: float, what: str,
+                         log: Path | None = None) -> None:
+    """Return once an OpenAI-compatible server answers `/models`; RuntimeError if its process `proc`
+    exits first (with the tail of `log`, when given) or `timeout` seconds pass."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = f":\n{log.read_text(errors='replace')[-2000:]}" if log is not None else ""
+            raise RuntimeError(f"{what} exited with {proc.returncode}{tail}")
+        try:
+            if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"{what} did not answer within {timeout:.0f} s" + (f" (log: {log})" if log else ""))
+
+
 class LlamaServer:
     """llama.cpp's OpenAI-compatible server on the embedded SmolLM2 GGUF, on a free 127.0.0.1 port."""
 
@@ -114,22 +137,11 @@ class LlamaServer:
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 120.0) -> None:
-        import time
-
-        import httpx
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("llama.cpp server did not become ready")
+        try:
+            wait_until_answering(self.base_url, self.proc, timeout, "llama.cpp server")
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.proc.poll() is None:

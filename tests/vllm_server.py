@@ -22,6 +22,7 @@ import psutil
 
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.vllm_backend import cpu_environment
+from tests.conftest import wait_until_answering
 
 
 def converted_model(root: Path) -> Path:
@@ -116,25 +117,11 @@ class VLLMServer:
         self.watch = ProcessWatch(self.proc.pid)
         self.log = log
         try:
-            self._wait_ready(timeout)
+            wait_until_answering(self.base_url, self.proc, timeout, "vLLM server", self.log)
         except BaseException:
             self.stop()
             raise
         self.start_seconds = time.monotonic() - started
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"vLLM server exited with {self.proc.returncode}:\n{tail}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"vLLM server did not answer within {timeout:.0f} s (log: {self.log})")
 
     def requests_finished(self) -> int:
         """Requests the engine has finished, from the server's Prometheus metrics (all finish reasons)."""

@@ -85,15 +85,16 @@ def clean_paraphrase(raw: str) -> str:
     return text
 
 
-def paraphrase_problem(question: str, text: str) -> str | None:
-    """Why a paraphrase is unusable, or None: empty, same as the question, several lines, far too long."""
+def paraphrase_problem(question: str, text: str, extra_words: int = 12) -> str | None:
+    """Why a paraphrase is unusable, or None: empty, same as the question, several lines, far too long
+    (over twice the question's words plus `extra_words`)."""
     if not normalize(text):
         return "empty"
     if normalize(text) == normalize(question):
         return "identical"
     if sum(1 for line in text.splitlines() if line.strip()) > 1:
         return "multi-line"
-    if len(text.split()) > 2 * len(question.split()) + 12:
+    if len(text.split()) > 2 * len(question.split()) + extra_words:
         return "rambling"
     return None
 

@@ -78,19 +78,12 @@ def _negators(text: str) -> int:
 
 
 def negation_problem(sentence: str, text: str) -> str | None:
-    """Why a written negation is unusable: empty, unchanged, several lines, far longer, or with as many
-    negation words as the sentence (a small model often rewords instead of negating)."""
-    if not normalize(text):
-        return "empty"
-    if normalize(text) == normalize(sentence):
-        return "identical"
-    if _negators(text) == _negators(sentence):
-        return "not negated"
-    if sum(1 for line in text.splitlines() if line.strip()) > 1:
-        return "multi-line"
-    if len(text.split()) > 2 * len(sentence.split()) + 6:
-        return "rambling"
-    return None
+    """Why a written negation is unusable: a paraphrase's problems (empty, unchanged, several lines, far
+    longer), or as many negation words as the sentence (a small model often rewords instead of negating)."""
+    problem = paraphrase_problem(sentence, text, extra_words=6)
+    if problem in ("empty", "identical"):
+        return problem
+    return "not negated" if _negators(text) == _negators(sentence) else problem
 
 
 def negate_sentences(aux: Generator, sentences: Sequence[str], *, max_tokens: int) -> list[Negation]:

@@ -141,10 +141,13 @@ def _bleu(groups: Sequence[QuestionAnswers], options: SimilarityOptions) -> list
 def _embedding(groups: Sequence[QuestionAnswers], options: SimilarityOptions) -> list[np.ndarray]:
     """Cosine of all-MiniLM embeddings, clipped to [0, 1]: the offline stand-in for BLEURT."""
     from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
-    from a2c.judges.hf import sentence_encoder
+    from a2c.judges.hf import SentenceEncoder
 
     texts = list(dict.fromkeys(chain.from_iterable((*g.answers, *g.refs) for g in groups)))
-    vectors = sentence_encoder(DEFAULT_EMBEDDING_MODEL).unit_vectors(texts, 64) if texts else np.zeros((0, 1))
+    # the model is shared, the memo is not: which texts a judge embedded earlier in this process would
+    # change the batches, and with them the scores in the 7th digit, so a rerun would not be byte-equal
+    encoder = SentenceEncoder(DEFAULT_EMBEDDING_MODEL)
+    vectors = encoder.unit_vectors(texts, 64) if texts else np.zeros((0, 1))
     row = {t: k for k, t in enumerate(texts)}
     return [np.clip(vectors[[row[a] for a in g.answers]] @ vectors[[row[r] for r in g.refs]].T, 0.0, 1.0)
             for g in groups]
@@ -155,9 +158,9 @@ def _bleurt(groups: Sequence[QuestionAnswers], options: BleurtOptions) -> list[n
     """BLEURT(reference, candidate): the single raw output of a regression cross-encoder, each distinct
     pair through the model once, all pairs of the dataset in length-sorted batches. Raw: sentence-transformers
     puts a sigmoid on one-output models that name no activation, which would squash BLEURT's scale."""
-    from a2c.judges.hf import pair_scorer
+    from a2c.judges.hf import PairScorer
 
-    encoder = pair_scorer(options.model, options.max_length)
+    encoder = PairScorer(options.model, options.max_length)  # a fresh memo, as for `embedding`
     if encoder.config.num_labels != 1:
         raise SimilarityError(f"bleurt: model {options.model!r} has {encoder.config.num_labels} outputs; "
                               "a BLEURT checkpoint has one (a regression head, num_labels=1)")

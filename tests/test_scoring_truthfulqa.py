@@ -234,3 +234,21 @@ def test_bad_similarity_specs_fail_at_config_load(text, expected):
     with pytest.raises(ConfigError) as info:
         parse_config(f"name: x\naccuracy:\n  {text}\n")
     assert expected in str(info.value)
+
+
+def test_embedding_scores_do_not_depend_on_what_a_judge_embedded_before(truthfulqa):
+    """The metrics stage must give byte-equal files on a rerun: a judge that embedded some answers first
+    (alone, unpadded) in the same process must not move a single score, as a shared memo would."""
+    from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
+    from a2c.judges.hf import sentence_encoder
+
+    records = truthfulqa[:20]
+    answers = [f"{r.best_answer} Maybe." if k % 2 else r.incorrect[0] for k, r in enumerate(records)]
+    judge_encoder = sentence_encoder(DEFAULT_EMBEDDING_MODEL)
+    judge_encoder._memo.clear()  # a process where nothing was embedded yet
+    first = score_answers("embedding", answers, records)
+    judge_encoder._memo.clear()
+    for answer in answers[::3]:
+        judge_encoder.embed([answer], 1)  # as the embedding judge would, in its own (unpadded) batches
+    again = score_answers("embedding", answers, records)
+    assert [(s.max_true, s.diff, s.acc) for s in again] == [(s.max_true, s.diff, s.acc) for s in first]

@@ -168,15 +168,16 @@ def consistency_signal(rows: Sequence[MetricRow], judges: Sequence[str], entropy
 
 # -- tables -----------------------------------------------------------------------------------------------
 
-def _fmt(value: float | None) -> str:
+def fmt(value: float | None) -> str:
+    """A metric as tables print it: 3 decimals, `n/a` when undefined."""
     return "n/a" if value is None else f"{value:.3f}"
 
 
 def _arrow(before: float | None, after: float | None) -> str:
     if before is None or after is None:
-        return f"{_fmt(before)} → {_fmt(after)}"
+        return f"{fmt(before)} → {fmt(after)}"
     mark = "↑" if after > before else "↓" if after < before else "="
-    return f"{_fmt(before)} → {_fmt(after)} {mark}"
+    return f"{fmt(before)} → {fmt(after)} {mark}"
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ class Table:
 
     def markdown(self) -> str:
         lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        # a `|` inside a cell (a label, a CALM symbol) would end the cell
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in self.rows]
         return "\n".join(lines)
 
     def csv(self) -> str:
@@ -222,11 +224,11 @@ def before_after_table(summary: dict[str, Any]) -> Table:
             continue
 
         def cell(get: Any, before: dict[str, Any] = before, after: dict[str, Any] | None = after) -> str:
-            return _arrow(get(before), get(after)) if after is not None else _fmt(get(before))
+            return _arrow(get(before), get(after)) if after is not None else fmt(get(before))
 
         row = [METHOD_LABELS[method], summary["model"]]
         row += [cell(lambda g, s=s: g["accuracy"][s]["acc"]["mean"]) for s in sims]
-        row.append(_fmt(after.get("idk_share")) if after is not None else "n/a")
+        row.append(fmt(after.get("idk_share")) if after is not None else "n/a")
         row += [cell(lambda g, j=j: g["consistency"][j]["mean"]) for j in judges]
         row += [cell(lambda g: g["entropy"][ent]["mean"]), cell(lambda g: g["cons_lex"]["mean"])]
         rows.append(row)
@@ -240,7 +242,7 @@ def accurate_answers_table(summary: dict[str, Any]) -> Table:
     rows = []
     for g in summary["groups"]:
         rows.append([METHOD_LABELS[g["method"]], g["model"], g["phase"]]
-                    + [f"{_fmt(g['consistency'][j]['mean'])} / {_fmt(g['consistency_accurate'][j]['mean'])}"
+                    + [f"{fmt(g['consistency'][j]['mean'])} / {fmt(g['consistency_accurate'][j]['mean'])}"
                        for j in judges])
     return Table(header, rows)
 
@@ -474,8 +476,8 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
         rhos, kappa = human_agreement(rows, columns, labels)
         human_section = ("\n## Agreement with human labels\n\n"
                          + Table(["metric", "Spearman ρ with mean human label"],
-                                 [[k, _fmt(v)] for k, v in rhos.items()]).markdown()
-                         + f"\n\nFleiss' κ among annotators: {_fmt(kappa)}\n")
+                                 [[k, fmt(v)] for k, v in rhos.items()]).markdown()
+                         + f"\n\nFleiss' κ among annotators: {fmt(kappa)}\n")
         columns["Human"] = [float(np.mean([float(v) for v in lab])) if lab else None
                             for lab in (labels.get((r.id, r.source, r.phase)) for r in rows)]
     names, matrix = correlations(columns)

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from a2c.report import Table, fmt
+
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows), ""]
+    return [*Table(header, rows).markdown().splitlines(), ""]
 
 
 def _contrast(s: dict[str, Any] | None, model: str) -> list[str]:
@@ -39,7 +36,7 @@ def _paraphrastic(s: dict[str, Any] | None, model: str) -> list[str]:
     out += _table(["model", "A_O", "A_bucket", "P_C", "min P_C (1−2A(1−A))", "VAP", "PVAP", "buckets",
                    "phrasings"],
                   [[model, _pct(s["accuracy_original"]), _pct(s["accuracy_buckets"]), _pct(s["consistency"]),
-                    _pct(s["min_consistency"]), _num(s["vap"]), _num(s["pvap"]), str(s["buckets"]),
+                    _pct(s["min_consistency"]), fmt(s["vap"]), fmt(s["pvap"]), str(s["buckets"]),
                     str(s["phrasings"])]])
     out.append(f"A bucket is an item as given plus its LLM paraphrases (items sharing a `group` form one "
                f"bucket). Unparsed phrasings (scored as not correct): {s['unparsed']}; buckets with one "

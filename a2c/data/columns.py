@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from a2c.data.errors import DatasetError
-from a2c.data.records import QARecord
+from a2c.data.records import QARecord, split_references, with_best
 from a2c.data.tables import Row, Table
 
 LIST_FIELDS = ("correct", "incorrect")
@@ -89,7 +89,7 @@ def _list(row: Row, column: str | None, separator: str) -> tuple[str, ...]:
                                f"({exc.msg}, column {exc.colno})") from None
         if isinstance(parsed, list):
             return _items(row, column, parsed)
-    return tuple(part.strip() for part in text.split(separator) if part.strip())
+    return split_references(text, separator)
 
 
 def record_from_row(row: Row, columns: Mapping[str, str], *, index: int, id_prefix: str,
@@ -105,8 +105,8 @@ def record_from_row(row: Row, columns: Mapping[str, str], *, index: int, id_pref
     best = _text(row, columns.get("best_answer")) or None
     correct = _list(row, columns.get("correct"), separator)
     incorrect = _list(row, columns.get("incorrect"), separator)
-    if best is not None and best not in correct:
-        correct = (best, *correct)
+    if best is not None:
+        correct = with_best(best, correct)
     if bool(correct) != bool(incorrect):
         have, lack = ("correct", "incorrect") if correct else ("incorrect", "correct")
         where = f"column {columns[lack]!r} is empty" if lack in columns else f"no `{lack}` column is mapped"

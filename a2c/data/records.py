@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -33,3 +34,14 @@ class QARecord:
     def has_references(self) -> bool:
         """Whether accuracy can be scored for this record."""
         return bool(self.correct)
+
+
+def split_references(cell: str, separator: str = ";") -> tuple[str, ...]:
+    """A reference list stored as one text cell (TruthfulQA's CSV uses `; `), blanks dropped."""
+    return tuple(part.strip() for part in cell.split(separator) if part.strip())
+
+
+def with_best(best: str, refs: Iterable[str]) -> tuple[str, ...]:
+    """The correct references with the best answer among them (SPEC §4 scores against both)."""
+    refs = tuple(r.strip() for r in refs if r.strip())
+    return refs if best in refs else (best, *refs)

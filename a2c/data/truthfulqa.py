@@ -10,7 +10,7 @@ from pathlib import Path
 from a2c.data.columns import TRUTHFULQA_HUB_COLUMNS, records_from_table
 from a2c.data.errors import DatasetError
 from a2c.data.own import hub_table
-from a2c.data.records import QARecord
+from a2c.data.records import QARecord, split_references, with_best
 from a2c.data.tables import Row, Table
 from a2c.files import DEFAULT_ENCODING, read_text
 
@@ -23,22 +23,12 @@ LOCAL_HINT = "set `dataset.path` (`--path` for `a2c score`) to a local TruthfulQ
 ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
 
 
-def split_references(cell: str) -> tuple[str, ...]:
-    """The CSV stores reference lists as one `; `-separated cell."""
-    return tuple(part.strip() for part in cell.split(";") if part.strip())
-
-
-def _with_best(best: str, refs: Iterable[str]) -> tuple[str, ...]:
-    refs = tuple(r.strip() for r in refs if r.strip())
-    return refs if best in refs else (best, *refs)
-
-
 def record_from_fields(index: int, question: str, best: str, correct: Iterable[str],
                        incorrect: Iterable[str], category: str) -> QARecord:
     best = best.strip()
     wrong = tuple(r.strip() for r in incorrect if r.strip())
     return QARecord(id=f"truthfulqa-{index}", question=question.strip(), best_answer=best,
-                    correct=_with_best(best, correct), incorrect=wrong, category=category.strip())
+                    correct=with_best(best, correct), incorrect=wrong, category=category.strip())
 
 
 def _csv_record(where: str, index: int, header: Sequence[str], cells: Sequence[str]) -> QARecord:

@@ -206,15 +206,12 @@ def run_experiment(config: TaskConfig | str | Path, *, run_dir: Path | None = No
 def rescore_run(run_dir: Path, *, progress: bool = False) -> Task:
     """Recompute a finished run's metrics with the current code, from its stored outputs: no generation,
     so released or older runs are rescored in seconds. Returns the run's task (to redraw its report)."""
-    if not Path(run_dir).is_dir():
-        raise RunFolderError(f"run folder not found: {run_dir}")
+    config_file = _stored_config_file(run_dir)  # checked before the lock, which would create a file
     folder = RunFolder(run_dir)
-    if not folder.exists(CONFIG_FILE):
-        raise RunFolderError(f"{run_dir} holds no a2c run ({CONFIG_FILE} is missing); run `a2c run` first")
     with hold_run_folder(Path(run_dir)):
-        config = load_config(folder.file(CONFIG_FILE))
+        config = load_config(config_file)
         task = TASKS[config.task]
-        repair = f"a2c run {folder.file(CONFIG_FILE)} --output {run_dir}"
+        repair = f"a2c run {config_file} --output {run_dir}"
         # what the rescored stages read must be finished, and as its stages wrote it
         upstream = task.stages[:task.stages.index(task.rescore[0])]
         unfinished = [s.name for s in upstream if s.enabled(config) and not folder.exists(s.marker)]
@@ -235,10 +232,17 @@ def rescore_run(run_dir: Path, *, progress: bool = False) -> Task:
 
 def run_task(run_dir: Path) -> Task:
     """The task of the run in a folder, from its config (for `a2c report --no-rescore`)."""
-    folder = RunFolder(run_dir)
+    return TASKS[load_config(_stored_config_file(run_dir)).task]
+
+
+def _stored_config_file(run_dir: Path) -> Path:
+    """The resolved config a run folder holds, or `RunFolderError` when there is no folder or no run."""
+    if not Path(run_dir).is_dir():
+        raise RunFolderError(f"run folder not found: {run_dir}")
+    folder = RunFolder(Path(run_dir))
     if not folder.exists(CONFIG_FILE):
         raise RunFolderError(f"{run_dir} holds no a2c run ({CONFIG_FILE} is missing); run `a2c run` first")
-    return TASKS[load_config(folder.file(CONFIG_FILE)).task]
+    return folder.file(CONFIG_FILE)
 
 
 __all__ = ["TASKS", "RunFolder", "RunFolderError", "RunResult", "Task", "claim_run_folder",

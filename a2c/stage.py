@@ -191,8 +191,12 @@ def damaged_outputs(ctx: RunContext, stage: Stage) -> list[str]:
         marker = ctx.store.read_json(stage.marker) if ctx.store.exists(stage.marker) else {}
     except RunFileError:
         return []
+    return _changed_outputs(ctx.store, marker)
+
+
+def _changed_outputs(store: Store, marker: Any) -> list[str]:
     recorded = marker.get("outputs", {}) if isinstance(marker, dict) else {}
-    return [name for name, digest in recorded.items() if ctx.store.digest(name) not in (digest, None)]
+    return [name for name, digest in recorded.items() if store.digest(name) not in (digest, None)]
 
 
 def decide(ctx: RunContext, stage: Stage) -> Decision:
@@ -212,7 +216,7 @@ def decide(ctx: RunContext, stage: Stage) -> Decision:
         why = "its marker holds no key (an older a2c wrote it, or it is damaged)"
     elif marker["key"] == key:
         missing = [file.name for file in stage.writes if not ctx.store.exists(file.name)]
-        damaged = damaged_outputs(ctx, stage)
+        damaged = _changed_outputs(ctx.store, marker)
         reuse = not missing and not damaged
         why = (f"output missing: {', '.join(missing)}" if missing
                else f"output damaged or edited since it was written: {', '.join(damaged)}; made again, the "

@@ -126,7 +126,7 @@ class RunContext:
     def dataset_digest(self) -> str:
         data = {"questions": [asdict(q) for q in self.questions],
                 "records": [asdict(r) for r in self.records.values()]}
-        return _digest(data)
+        return json_digest(data)
 
     def digest(self, file: RunFile) -> str | None:
         return self.dataset_digest if file == DATASET else self.store.digest(file.name)
@@ -169,7 +169,8 @@ class Stage:
         return f"stages/{self.name}.json"
 
 
-def _digest(data: Any) -> str:
+def json_digest(data: Any) -> str:
+    """sha256 of data as canonical JSON: the same data, the same key, in any process."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -204,7 +205,7 @@ def decide(ctx: RunContext, stage: Stage) -> Decision:
     # through JSON, so the slice compares equal to the one a marker stored
     config_slice = json.loads(json.dumps(stage.config_slice(ctx.config)))
     inputs = {file.name: ctx.digest(file) for file in stage.reads}
-    key = _digest({"slice": config_slice, "inputs": inputs})[:16]
+    key = json_digest({"slice": config_slice, "inputs": inputs})[:16]
     try:
         marker = ctx.store.read_json(stage.marker) if ctx.store.exists(stage.marker) else None
     except RunFileError:

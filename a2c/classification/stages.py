@@ -8,8 +8,6 @@ threshold re-runs only metrics and report), and an interrupted run resumes from 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,7 +22,7 @@ from a2c.classification.rows import INPUTS, LABELS, REPORT, REWRITES, SUMMARY, I
 from a2c.classification.suites import summarize
 from a2c.prompts import load_template
 from a2c.report import ReportError
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice
+from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice, json_digest
 from a2c.store import Store
 
 
@@ -36,8 +34,7 @@ class ClassificationContext(RunContext):
 
     @cached_property
     def dataset_digest(self) -> str:
-        data = json.dumps([asdict(i) for i in self.items], sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(data.encode()).hexdigest()
+        return json_digest([asdict(i) for i in self.items])
 
     @property
     def cfg(self) -> ClassificationConfig:

@@ -183,7 +183,7 @@ TASKS: dict[str, Task] = {
 }
 
 
-def run_experiment(config: TaskConfig | str | Path, *, run_dir: Path | None = None, force: bool = False,
+def run_experiment(config: TaskConfig | str | Path, *, run_dir: str | Path | None = None, force: bool = False,
                    progress: bool = True, log: Callable[[str], None] | None = None) -> RunResult:
     """Run the stages of an experiment of any task (a config, or the path of its YAML file), reusing those
     whose slice and inputs are unchanged; `log` gets one line per stage saying whether it runs and why.
@@ -192,7 +192,7 @@ def run_experiment(config: TaskConfig | str | Path, *, run_dir: Path | None = No
     if isinstance(config, str | Path):
         config = load_config(config)
     task = TASKS[config.task]
-    with claim_run_folder(config, run_dir or config.run_dir, force=force) as folder:
+    with claim_run_folder(config, Path(run_dir or config.run_dir), force=force) as folder:
         ctx = task.context(config, folder, progress=progress)
         stages = run_stages(ctx, task.stages, log)
         result = RunResult(folder.path, stages, time.perf_counter() - started,

@@ -293,3 +293,8 @@ def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outpu
     counts = json.loads((run / "summary.json").read_text())["counts"]
     assert counts["prompts_cut_to_fit_context"] == 5
     assert "| prompts_cut_to_fit_context | 5 |" in write_report(RunFolder(run))
+
+
+def test_run_experiment_takes_the_run_folder_as_text_too(root):
+    result = run_experiment(_config(root), run_dir=str(root / "run"), progress=False)
+    assert _ran(result) == [] and result.folder == root / "run"

@@ -1,4 +1,4 @@
-"""The experiment runner: the stage graph (`a2c.stages`) over a dataset, into a run folder, resumable.
+"""The experiment runner: a task's stage graph (`a2c.tasks`) over its dataset, into a run folder, resumable.
 
 A run folder belongs to one experiment `name`. Running a config into it again re-runs exactly the stages
 whose config slice or inputs changed (`a2c.stage`) and reuses the rest; a folder of another experiment,
@@ -16,40 +16,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2c.classification.rows import SUMMARY as CLASSIFICATION_SUMMARY
-from a2c.classification.stages import METRICS as CLASSIFICATION_METRICS
-from a2c.classification.stages import STAGES as CLASSIFICATION_STAGES
-from a2c.classification.stages import classification_context, write_classification_report
-from a2c.config import ExperimentConfig, TaskConfig, dump_config, load_config
+from pydantic import BaseModel
+
+from a2c.config import RunConfig, dump_config
 from a2c.errors import A2CError
-from a2c.records import (
-    METRICS,
-    SUMMARY,
-    TIMINGS,
-    Accuracy,
-    MetricRow,
-    Question,
-    RowsFile,
-    RunFile,
-    RunFileError,
-)
-from a2c.report import write_report
+from a2c.runfiles import Row, RunFile, RunFileError
 from a2c.runlock import LOCK_FILE, hold_run_folder
-from a2c.stage import (
-    GENERATION_COUNTS,
-    RunContext,
-    Stage,
-    StageStats,
-    damaged_outputs,
-    decide,
-    run_stage,
-    run_stages,
-)
-from a2c.stages import METRICS_STAGE, STAGES
-from a2c.store import RunFolder, Store
+from a2c.stage import GENERATION_COUNTS, StageStats, damaged_outputs, decide, run_stage, run_stages
+from a2c.store import RunFolder
+from a2c.tasks import TaskSpec, load_config, task_of
 
 RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
 CONFIG_FILE = "config.yaml"  # the resolved config of the last `a2c run`
+TIMINGS = RunFile("timings.json")  # wall time and per-stage counts of the last `a2c run`
 
 
 class RunFolderError(A2CError):
@@ -64,7 +43,7 @@ def _clear(run_dir: Path) -> None:
 
 
 @contextmanager
-def claim_run_folder(config: TaskConfig, run_dir: Path, *, force: bool) -> Iterator[RunFolder]:
+def claim_run_folder(config: RunConfig, run_dir: Path, *, force: bool) -> Iterator[RunFolder]:
     """Hold the folder for this experiment while the block runs: a run of the same `name` is continued
     stage by stage; one of another experiment is started over only with `force`, and a stray non-empty
     folder used only then. The folder is locked (and proven writable) before anything in it is read or
@@ -94,43 +73,29 @@ def claim_run_folder(config: TaskConfig, run_dir: Path, *, force: bool) -> Itera
         yield folder
 
 
-def experiment_context(config: ExperimentConfig, folder: RunFolder, *, progress: bool) -> RunContext:
-    """The stages' context for a config's dataset in a run folder (generators built from the config)."""
-    records = config.dataset.load(config.limit)  # with its column mapping and hub settings
-    return RunContext(config, folder, [Question(r.id, r.question) for r in records],
-                      {r.id: r for r in records}, progress=progress)
-
-
 class PandasMissingError(A2CError):
     """`.to_pandas()` without pandas installed."""
 
 
 @dataclass
 class RunResult:
-    """What `run_experiment` did (per-stage stats) and what it found: `metrics` holds one typed row per
-    question, source and phase (`a2c.records.MetricRow`), `summary` the dataset means and signal metrics."""
+    """What `run_experiment` did (per-stage stats) and what it found: `summary` is the task's typed
+    summary (`a2c.qa.summary.QASummary` for QA), `metrics` its per-item rows where the task has them (one
+    `a2c.qa.rows.MetricRow` per question, source and phase for QA)."""
 
     folder: Path
     stages: dict[str, StageStats]
     seconds: float
-    metrics: list[MetricRow] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: BaseModel | None = None
+    task: TaskSpec[Any] | None = None
+    metrics: list[Row] = field(default_factory=list)
     questions: dict[str, str] = field(default_factory=dict)  # id → question text
 
     def records(self) -> list[dict[str, Any]]:
-        """The metric rows flattened to one dict each (`<judge>_cons_sem`, `<similarity>_acc`, ...); a
-        question without references has no accuracy keys (absent, not zero)."""
-        out = []
-        for r in self.metrics:
-            flat: dict[str, Any] = {"id": r.id, "question": self.questions.get(r.id), "source": r.source,
-                                    "phase": r.phase, "n": r.n, "n_accurate": r.n_accurate,
-                                    "cons_lex": r.cons_lex}
-            for judge, scores in r.judges.items():
-                flat.update({f"{judge}_{k}": v for k, v in asdict(scores).items()})
-            for sim, acc in r.accuracy.items():
-                flat.update({f"{sim}_{k}": getattr(acc, k) if acc else None for k in Accuracy.model_fields})
-            out.append(flat)
-        return out
+        """The metric rows flattened to one dict each (QA: `<judge>_cons_sem`, `<similarity>_acc`, ...; a
+        question without references has no accuracy keys: absent, not zero)."""
+        flatten = self.task.flatten if self.task is not None else None
+        return [flatten(r, self.questions) for r in self.metrics] if flatten is not None else []
 
     def to_pandas(self) -> Any:
         """The per-question metrics as a pandas DataFrame (needs pandas: `pip install 'a2c[data]'`)."""
@@ -163,27 +128,7 @@ class RunResult:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class Task:
-    """What a config's `task` runs: its stages and their context, the files its result is read from, the
-    stages `a2c report` re-runs from stored outputs (no generation) and how it redraws the report."""
-
-    stages: tuple[Stage, ...]
-    context: Callable[..., RunContext]  # (config, store, *, progress) → the stages' context
-    summary: RunFile
-    rescore: tuple[Stage, ...]
-    write_report: Callable[[Store, Path | None], str]  # (store, human labels CSV) → report.md text
-    metrics: RowsFile[MetricRow] | None = None  # per-question rows, where the task has them
-
-
-TASKS: dict[str, Task] = {
-    "qa": Task(STAGES, experiment_context, SUMMARY, (METRICS_STAGE,), write_report, METRICS),
-    "classification": Task(CLASSIFICATION_STAGES, classification_context, CLASSIFICATION_SUMMARY,
-                           (CLASSIFICATION_METRICS,), write_classification_report),
-}
-
-
-def run_experiment(config: TaskConfig | str | Path, *, run_dir: str | Path | None = None, force: bool = False,
+def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None = None, force: bool = False,
                    progress: bool = True, log: Callable[[str], None] | None = None) -> RunResult:
     """Run the stages of an experiment of any task (a config, or the path of its YAML file), reusing those
     whose slice and inputs are unchanged; `log` gets one line per stage saying whether it runs and why.
@@ -191,26 +136,26 @@ def run_experiment(config: TaskConfig | str | Path, *, run_dir: str | Path | Non
     started = time.perf_counter()
     if isinstance(config, str | Path):
         config = load_config(config)
-    task = TASKS[config.task]
+    task = task_of(config)
     with claim_run_folder(config, Path(run_dir or config.run_dir), force=force) as folder:
-        ctx = task.context(config, folder, progress=progress)
+        ctx = task.make_context(config, folder, progress=progress)
         stages = run_stages(ctx, task.stages, log)
-        result = RunResult(folder.path, stages, time.perf_counter() - started,
-                           folder.read_rows(task.metrics) if task.metrics else [],
-                           folder.read_json(task.summary.name), {q.id: q.question for q in ctx.questions})
+        rows = list(folder.read_rows(task.metrics)) if task.metrics else []
+        result = RunResult(folder.path, stages, time.perf_counter() - started, task.read_summary(folder),
+                           task, rows, ctx.item_texts())
         folder.write_json(TIMINGS.name, {"seconds": result.seconds,
                                          "stages": {k: asdict(v) for k, v in stages.items()}})
     return result
 
 
-def rescore_run(run_dir: Path, *, progress: bool = False) -> Task:
+def rescore_run(run_dir: Path, *, progress: bool = False) -> TaskSpec[Any]:
     """Recompute a finished run's metrics with the current code, from its stored outputs: no generation,
     so released or older runs are rescored in seconds. Returns the run's task (to redraw its report)."""
     config_file = _stored_config_file(run_dir)  # checked before the lock, which would create a file
     folder = RunFolder(run_dir)
     with hold_run_folder(Path(run_dir)):
         config = load_config(config_file)
-        task = TASKS[config.task]
+        task = task_of(config)
         repair = f"a2c run {config_file} --output {run_dir}"
         # what the rescored stages read must be finished, and as its stages wrote it
         upstream = task.stages[:task.stages.index(task.rescore[0])]
@@ -218,7 +163,7 @@ def rescore_run(run_dir: Path, *, progress: bool = False) -> Task:
         if unfinished:
             raise RunFolderError(f"{run_dir}: the run has not finished (stages not done: "
                                  f"{', '.join(unfinished)})", hint=f"finish it: {repair}")
-        ctx = task.context(config, folder, progress=progress)
+        ctx = task.make_context(config, folder, progress=progress)
         damaged = {stage.name: names for stage in upstream if (names := damaged_outputs(ctx, stage))}
         if damaged:
             listed = "; ".join(f"{stage}: {', '.join(names)}" for stage, names in damaged.items())
@@ -230,9 +175,9 @@ def rescore_run(run_dir: Path, *, progress: bool = False) -> Task:
     return task
 
 
-def run_task(run_dir: Path) -> Task:
+def run_task(run_dir: Path) -> TaskSpec[Any]:
     """The task of the run in a folder, from its config (for `a2c report --no-rescore`)."""
-    return TASKS[load_config(_stored_config_file(run_dir)).task]
+    return task_of(load_config(_stored_config_file(run_dir)))
 
 
 def _stored_config_file(run_dir: Path) -> Path:
@@ -245,5 +190,5 @@ def _stored_config_file(run_dir: Path) -> Path:
     return folder.file(CONFIG_FILE)
 
 
-__all__ = ["TASKS", "RunFolder", "RunFolderError", "RunResult", "Task", "claim_run_folder",
-           "experiment_context", "rescore_run", "run_experiment", "run_task"]
+__all__ = ["TIMINGS", "RunFolder", "RunFolderError", "RunResult", "claim_run_folder", "rescore_run",
+           "run_experiment", "run_task"]

@@ -3,7 +3,7 @@
 A template file holds `fields` (the names a caller must supply), an optional `system` text, few-shot
 `examples` (user/assistant turns) and the final `user` turn. Placeholders are `{name}`; literal braces
 are doubled. Rendering to messages lets instruct models see their own chat template; `text()` flattens
-the same turns for completion-only endpoints.
+the same turns for completion-only endpoints (`a2c.llm.render`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import string
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
-from a2c.llm.base import GenerationRequest, Message
+from a2c.llm.base import Message
+from a2c.llm.render import flatten
 from a2c.resources import shipped_or_path
 
 PROMPTS_PACKAGE = "a2c.resources.prompts"
@@ -69,13 +69,6 @@ class PromptTemplate:
         return flatten(self.messages(**values))
 
 
-def flatten(messages: tuple[Message, ...]) -> str:
-    """Plain-text form of chat turns for completion endpoints and models without a chat template."""
-    labels = {"system": "", "user": "User: ", "assistant": "Assistant: "}
-    parts = [f"{labels[m.role]}{m.content.strip()}" for m in messages]
-    return "\n\n".join(parts) + "\n\nAssistant:"
-
-
 def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
     """Read and validate one template file; errors name the file and the offending field."""
     text = read_text(path, TemplateError, what="prompt template",
@@ -124,15 +117,3 @@ def load_template(name_or_path: str) -> PromptTemplate:
     except FileNotFoundError as exc:
         raise TemplateError(f"no shipped prompt template {exc.args[0]}") from None
     return parse_template(path, name)
-
-
-def prompt_text(tokenizer: Any, request: GenerationRequest) -> str:
-    """The exact text a local model sees: its chat template for messages (plain turns if it has none),
-    the raw prompt otherwise. Shared by the in-process backends so they render prompts identically."""
-    if request.messages is None:
-        assert request.prompt is not None
-        return request.prompt
-    if not getattr(tokenizer, "chat_template", None):
-        return flatten(request.messages)
-    turns = [{"role": m.role, "content": m.content} for m in request.messages]
-    return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)

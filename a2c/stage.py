@@ -13,25 +13,25 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from tqdm import tqdm
 
-from a2c.config import ExperimentConfig
-from a2c.data import QARecord
-from a2c.judges import Judge
+from a2c.config import RunConfig
 from a2c.llm import GenerationStats, Generator, GeneratorConfig, build_generator
-from a2c.records import Question, RunFile, RunFileError
+from a2c.runfiles import RunFile, RunFileError
 from a2c.store import Store
 
 T = TypeVar("T")
+C = TypeVar("C", bound=RunConfig)
 GENERATION_COUNTS = tuple(f.name for f in fields(GenerationStats))
 Slice = dict[str, Any]
 
-# not a file: the questions (and references) the run was given; stages that use them list it in `reads`
+# not a file: the items (questions and references, labelled inputs) the run was given; stages that use them
+# list it in `reads`, and the task's context says what it is by its `dataset_digest`
 DATASET = RunFile("dataset")
 
 
@@ -55,18 +55,19 @@ class Generators:
 
 
 @dataclass
-class RunContext:
-    """What stages share: the config, the store, the questions, generators and judges (built on first use)."""
+class RunContext(ABC, Generic[C]):
+    """What a task's stages share: the config, the store, generators (built on first use), the counts.
 
-    config: ExperimentConfig
+    Each task subclasses it with its dataset (and what else its stages need) and says what the dataset is
+    by `dataset_digest`, which keys every stage that reads `DATASET`.
+    """
+
+    config: C
     store: Store
-    questions: list[Question]
-    records: dict[str, QARecord] = field(default_factory=dict)  # references by id, for accuracy
-    generators: Generators | None = None  # None: built from the config
-    progress: bool = True
-    _judges: dict[str, Judge] = field(default_factory=dict)
+    generators: Generators | None = field(default=None, kw_only=True)  # None: built from the config
+    progress: bool = field(default=True, kw_only=True)
     # every generator used so far, with its counts when first used, so stages count deltas
-    _used: dict[int, tuple[Generator, GenerationStats]] = field(default_factory=dict)
+    _used: dict[int, tuple[Generator, GenerationStats]] = field(default_factory=dict, kw_only=True)
 
     def _use(self, generator: Generator) -> Generator:
         self._used.setdefault(id(generator), (generator, replace(generator.stats)))
@@ -74,14 +75,14 @@ class RunContext:
 
     @property
     def generator(self) -> Generator:
-        """The answering model (main LLM)."""
+        """The main model."""
         if self.generators is not None:
             return self._use(self.generators.main)
         return self._use(build_generator(self.config.generator))
 
     @property
     def aux(self) -> Generator:
-        """The paraphrasing model (AuxLLM)."""
+        """The auxiliary model (paraphrases, negations)."""
         if self.generators is not None:
             return self._use(self.generators.aux)
         return self._use(build_generator(self.config.aux_generator or self.config.generator))
@@ -98,21 +99,6 @@ class RunContext:
                 done = getattr(generator.stats, name) - getattr(start, name)
                 setattr(stats, name, getattr(stats, name) + done)
 
-    def judges(self) -> dict[str, Judge]:
-        """Judges by name, built once; the `llm` judge asks the main generator unless it names one."""
-        from a2c.judges import build_judge
-        from a2c.judges.presets import judge_options
-
-        if not self._judges:
-            for spec in self.config.judges:
-                options = spec.options
-                if spec.name == "llm" and options.get("generator") is None:
-                    options["generator"] = self.generator
-                if "cache" in judge_options(spec.name):
-                    options.setdefault("cache", self.config.generator.cache)  # one cache file per run
-                self._judges[spec.name] = build_judge(spec.name, **options)
-        return self._judges
-
     def chunks(self, desc: str, items: Sequence[T]) -> Iterator[list[T]]:
         """`chunk_size` items at a time with a progress bar (counts and ETA) over all of them."""
         size = self.config.chunk_size
@@ -122,14 +108,20 @@ class RunContext:
                 yield chunk
                 bar.update(len(chunk))
 
-    @cached_property
+    @property
+    @abstractmethod
     def dataset_digest(self) -> str:
-        data = {"questions": [asdict(q) for q in self.questions],
-                "records": [asdict(r) for r in self.records.values()]}
-        return json_digest(data)
+        """A digest of the items the run was given (the `DATASET` input of the stages that read it)."""
+
+    def item_texts(self) -> dict[str, str]:
+        """Each item's text by id, where the task's results show it (QA: the questions)."""
+        return {}
 
     def digest(self, file: RunFile) -> str | None:
         return self.dataset_digest if file == DATASET else self.store.digest(file.name)
+
+
+X = TypeVar("X", bound=RunContext[Any])
 
 
 # backends that cut prompts longer than `max_model_len` themselves (a server applies its own limit)
@@ -144,12 +136,12 @@ def generator_slice(config: GeneratorConfig) -> Slice:
     return {**model, "max_model_len": config.max_model_len} if config.backend in _CUTS_PROMPTS else model
 
 
-def _always(config: ExperimentConfig) -> bool:
+def _always(config: Any) -> bool:
     return True
 
 
 @dataclass(frozen=True)
-class Stage:
+class Stage(Generic[X]):
     """One step of the run over the whole dataset: reads files, writes files, depends on a config slice.
 
     `config_slice` returns only the settings the outputs depend on (never output paths, chunk sizes,
@@ -160,9 +152,9 @@ class Stage:
     name: str
     reads: tuple[RunFile, ...]
     writes: tuple[RunFile, ...]
-    config_slice: Callable[[ExperimentConfig], Slice]
-    run: Callable[[RunContext, StageStats], None]
-    enabled: Callable[[ExperimentConfig], bool] = _always
+    config_slice: Callable[[Any], Slice]  # (the task's config) → the settings its outputs depend on
+    run: Callable[[X, StageStats], None]
+    enabled: Callable[[Any], bool] = _always
 
     @property
     def marker(self) -> str:
@@ -185,7 +177,7 @@ class Decision:
     why: str
 
 
-def damaged_outputs(ctx: RunContext, stage: Stage) -> list[str]:
+def damaged_outputs(ctx: RunContext[Any], stage: Stage[Any]) -> list[str]:
     """Outputs whose content is no longer what the stage wrote (truncated, edited, replaced), by the
     digests its marker recorded; none for a stage not run yet or whose marker predates the digests."""
     try:
@@ -200,7 +192,7 @@ def _changed_outputs(store: Store, marker: Any) -> list[str]:
     return [name for name, digest in recorded.items() if store.digest(name) not in (digest, None)]
 
 
-def decide(ctx: RunContext, stage: Stage) -> Decision:
+def decide(ctx: RunContext[Any], stage: Stage[Any]) -> Decision:
     """The stage's key now against the one its marker recorded; on a mismatch, what changed."""
     # through JSON, so the slice compares equal to the one a marker stored
     config_slice = json.loads(json.dumps(stage.config_slice(ctx.config)))
@@ -233,7 +225,7 @@ def decide(ctx: RunContext, stage: Stage) -> Decision:
     return Decision(key, config_slice, inputs, reuse, why)
 
 
-def run_stage(ctx: RunContext, stage: Stage, decision: Decision) -> StageStats:
+def run_stage(ctx: X, stage: Stage[X], decision: Decision) -> StageStats:
     """Run one stage and record its marker: the key it ran under and the digests of what it wrote."""
     stats = StageStats(why=decision.why)
     before = ctx.counts()
@@ -248,7 +240,7 @@ def run_stage(ctx: RunContext, stage: Stage, decision: Decision) -> StageStats:
     return stats
 
 
-def run_stages(ctx: RunContext, stages: Sequence[Stage], log: Callable[[str], None] | None = None
+def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | None = None
                ) -> dict[str, StageStats]:
     """Run or reuse each stage in order; returns what each did (wall time, model calls, tokens, pairs)."""
     results: dict[str, StageStats] = {}

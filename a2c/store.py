@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from a2c.records import MatricesFile, MatrixSet, R, RowsFile, RunFileError
+from a2c.runfiles import MatricesFile, MatrixSet, R, RowsFile, RunFileError
 
 
 class Store(ABC):
@@ -82,7 +82,7 @@ class Store(ABC):
                 arrays = {k: data[k] for k in data.files}
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
             raise RunFileError(f"{where}: not an npz of matrices ({exc})") from None
-        return MatrixSet.from_arrays(arrays, where)
+        return MatrixSet.from_arrays(arrays, where, file.sets)
 
     def write_matrices(self, file: MatricesFile, matrices: MatrixSet) -> None:
         self.write_bytes(file.name, _npz_bytes(matrices.arrays()))

@@ -29,7 +29,7 @@ from pathlib import Path
 from a2c.cache import Cache
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig
 from a2c.prompts import load_template
-from a2c.variation import temperature_tasks
+from a2c.qa.variation import temperature_tasks
 
 TEMPERATURES = (0.0, 0.5, 1.0, 1.5)
 

@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from a2c.config import load_config
 from a2c.llm import build_generator
 from a2c.pipeline import run_experiment
+from a2c.tasks import load_config
 
 
 def main() -> int:

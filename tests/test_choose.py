@@ -16,7 +16,7 @@ from a2c.choose import (
     rank_request,
     summarize,
 )
-from a2c.records import GenerationRow
+from a2c.qa.rows import GenerationRow
 from a2c.seeds import stable_seed
 from a2c.text import normalize
 

@@ -12,12 +12,13 @@ import pytest
 from a2c.classification import ClassificationConfig
 from a2c.classification.rows import INPUTS, LABELS, REWRITES
 from a2c.cli import main
-from a2c.config import ConfigError, load_config
+from a2c.config import ConfigError
 from a2c.data.errors import DatasetError
 from a2c.errors import A2CError
 from a2c.metrics.calm import reverse_consistency
 from a2c.pipeline import run_experiment
 from a2c.store import RunFolder
+from a2c.tasks import load_config
 
 EXPERIMENT = Path(__file__).resolve().parents[1] / "experiments" / "nli-consistency.yaml"
 SCRIPT = "scripted:entailment|neutral|contradiction|no idea"
@@ -75,7 +76,7 @@ def test_mapped_columns_are_read(tmp_path):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("name: x\ntask: translation\n",
-     "exp.yaml:2: task: unknown task 'translation'; known: qa, classification"),
+     "exp.yaml:2: task: unknown task 'translation'. Known: classification, qa."),
     ("name: x\ntask: classification\ndataset: {name: nli-quickstart, labels: [entailment, neutral, "
      "contradiction]}\nsuites:\n  calm:\n    treshold: 0.5\n",
      "exp.yaml:6: suites.calm.treshold: unknown key"),
@@ -102,7 +103,7 @@ def test_cli_reports_a_bad_config_in_one_line_with_status_2(tmp_path, capsys):
     path = _yaml(tmp_path, "name: x\ntask: nli\n")
     assert main(["run", str(path)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"a2c: error: {path}:2: task: unknown task 'nli'; known: qa, classification"]
+        f"a2c: error: {path}:2: task: unknown task 'nli'. Known: classification, qa."]
 
 
 # -- scripted end to end -------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from a2c.config import ConfigError, ExperimentConfig, dump_config, load_config, parse_config
+from a2c.config import ConfigError, dump_config
+from a2c.qa.config import ExperimentConfig
+from a2c.tasks import load_config, parse_config
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
@@ -114,7 +116,7 @@ def test_custom_technique_is_accepted():
 
 def test_no_cache_flag_turns_off_every_generator_cache_and_keeps_the_stage_keys():
     from a2c.cli.run import apply_overrides
-    from a2c.stages import STAGES
+    from a2c.qa.stages import STAGES
 
     config = parse_config("name: x\ngenerator: {cache: a.sqlite}\naux_generator: {cache: b.sqlite}\n")
     off = apply_overrides(config, limit=None, no_cache=True)

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from a2c.config import ConfigError, load_config, parse_config
+from a2c.config import ConfigError
 from a2c.data import DatasetError, QARecord, load_records
+from a2c.qa.task import load_data
+from a2c.tasks import load_config, parse_config
 
 # the same three questions in every format, under names that are not a2c's
 ROWS = [
@@ -63,7 +65,7 @@ def test_every_format_with_renamed_columns_gives_the_same_records(tmp_path, writ
     config = tmp_path / "exp.yaml"
     config.write_text(f"name: own\ndataset:\n  name: file\n  path: {path}\n"
                       f"  columns: {json.dumps(COLUMNS)}\n")
-    assert load_config(config).dataset.load(limit=2) == EXPECTED[:2]
+    assert load_data(load_config(config).model_copy(update={"limit": 2})) == EXPECTED[:2]
 
 
 def test_list_cells_as_json_lists_or_a_configurable_separator(tmp_path):

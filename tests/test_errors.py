@@ -25,9 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from a2c.cli import main
-from a2c.config import ConfigError, load_config
+from a2c.config import ConfigError
 from a2c.data import DatasetError, load_records, load_truthfulqa_csv
 from a2c.data.truthfulqa import CSV_COLUMNS
+from a2c.tasks import load_config
 
 HEADER = ",".join(CSV_COLUMNS)
 GOOD_ROW = "Adversarial,Science,Why is the sky blue?,Rayleigh scattering,Scattering,It reflects the sea"

@@ -8,8 +8,8 @@ import pytest
 from a2c.cache import Cache
 from a2c.llm import BACKENDS, CachedGenerator, GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.embedded import ModelNotFoundError, resolve_model
+from a2c.llm.render import prompt_text
 from a2c.llm.sampling import sample_seed
-from a2c.prompts import prompt_text
 from a2c.registry import UnknownNameError
 
 pytestmark = pytest.mark.slow

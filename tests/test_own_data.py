@@ -14,7 +14,7 @@ import yaml
 
 import a2c
 from a2c.pipeline import PandasMissingError
-from a2c.records import MetricRow
+from a2c.qa.rows import MetricRow
 
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
 QUESTIONS = [

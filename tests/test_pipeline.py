@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from a2c.config import load_config
+from a2c.tasks import load_config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def test_run_folder_contents(resumed):
     for c in choices:
         assert (c["option"] is None) == (c["text"] is None) == (c["method"] == "unparsed")
     summary = json.loads((run / "summary.json").read_text())
-    unparsed = summary["counts"]["unparsed_paraphrase"] + summary["counts"]["unparsed_temperature"]
+    unparsed = sum(c["unparsed"] for c in summary["counts"]["choices"].values())
     assert unparsed == sum(c["option"] is None for c in choices)
     report = (run / "report.md").read_text()
     assert "Before → after Ask-to-Choose" in report and "in-context paraphrases" in report

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from a2c.records import (
+from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
     MATRICES,
@@ -16,12 +16,11 @@ from a2c.records import (
     Accuracy,
     ChoiceRow,
     GenerationRow,
-    MatrixSet,
     MetricRow,
     ParaphraseItem,
     ParaphraseRow,
-    RunFileError,
 )
+from a2c.runfiles import MatrixSet, RunFileError
 from a2c.scoring import JudgeScores
 from a2c.store import MemoryStore, RunFolder
 

@@ -9,18 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.config import parse_config
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
-from a2c.records import RunFileError
-from a2c.report import (
-    ReportError,
-    Table,
-    _arrow,
-    before_after_table,
-    summarize_metrics,
-    write_report,
-)
+from a2c.qa.report import ReportError, Table, _arrow, before_after_table, write_report
+from a2c.qa.summary import QASummary, summarize_metrics
+from a2c.runfiles import RunFileError
 from a2c.store import RunFolder
+from a2c.tasks import parse_config
 
 CONFIG = parse_config("name: synthetic\njudges: [embedding, rouge1]\naccuracy:\n  similarities: [rouge1]\n")
 
@@ -61,7 +55,7 @@ def run_dir(tmp_path):
          "option": None, "method": "unparsed", "text": None},
         {"id": "q0", "source": "temperature", "slot": 0, **shown, "options": ["a", "b"], "reply": "3",
          "option": 2, "method": "number", "text": "I don't know the correct answer"}])
-    folder.write_json("summary.json", summarize_metrics(folder, CONFIG, "tiny-model"))
+    folder.write_text("summary.json", summarize_metrics(folder, CONFIG).model_dump_json())
     return folder.path, rows
 
 
@@ -75,14 +69,15 @@ def test_summary_means_skip_undefined_sets_and_count_them(run_dir):
     assert group["consistency"]["embedding"]["skipped"] == 1
     counts = summary["counts"]
     assert counts["paraphrases_failed"] == 1 and counts["paraphrases"] == 2
-    assert counts["unparsed_paraphrase"] == 1 and counts["unparsed_temperature"] == 0
-    assert counts["idk_temperature"] == 1 and counts["idk_paraphrase"] == 0
+    choices = counts["choices"]
+    assert choices["paraphrase"]["unparsed"] == 1 and choices["temperature"]["unparsed"] == 0
+    assert choices["temperature"]["idk"] == 1 and choices["paraphrase"]["idk"] == 0
     assert counts["parse_methods"]["number"] == 2
 
 
 def test_before_after_table_layout_and_marks(run_dir):
     path, rows = run_dir
-    summary = json.loads((path / "summary.json").read_text())
+    summary = QASummary.model_validate_json((path / "summary.json").read_text())
     table = before_after_table(summary)
     assert table.header[:3] == ["method", "model", "R1-A"]
     assert "Emb" in table.header and "R1-C" in table.header
@@ -172,13 +167,13 @@ def test_table_markdown_and_csv_quote_commas():
 
 
 def test_signal_without_an_accurate_answer_is_reported_undefined_not_nan(run_dir):
-    from a2c.report import signal_table
+    from a2c.qa.report import signal_table
 
     path, _ = run_dir
     summary = json.loads((path / "summary.json").read_text())
     assert summary["signal"] and all(s["undefined"] == "no answer is accurate" for s in summary["signal"])
     assert all(s["auroc"] is None and s["prr"] is None for s in summary["signal"])
-    table = signal_table(summary)
+    table = signal_table(QASummary.model_validate(summary))
     assert table.rows and all(r[-1] == "undefined (no answer is accurate)" for r in table.rows)
     write_report(RunFolder(path))
     assert "undefined (no answer is accurate)" in (path / "report.md").read_text()

@@ -12,13 +12,14 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from a2c.config import ConfigError, dump_config, parse_config
+from a2c.config import ConfigError, dump_config
 from a2c.data import QARecord, load_records
 from a2c.errors import A2CError
 from a2c.metrics.accuracy import NO_COMMENT, truthfulqa_references
 from a2c.metrics.overlap import BLEU_ARGS
 from a2c.registry import UnknownNameError
-from a2c.scoring import SIMILARITIES, SIMILARITY_LABELS, SimilarityError, score_answers
+from a2c.scoring import SIMILARITIES, SimilarityError, score_answers, similarity_label
+from a2c.tasks import parse_config
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 needs_csv = pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
@@ -191,11 +192,11 @@ def test_bad_calls_name_the_problem(truthfulqa):
 
 
 def test_labels_say_bleurt_only_for_bleurt():
-    assert set(SIMILARITY_LABELS) == set(SIMILARITIES.names())  # the report labels every similarity
-    assert SIMILARITY_LABELS["bleurt"] == "BLEURT-A"
-    assert "BLEURT substitute" in SIMILARITY_LABELS["embedding"]
-    assert all("BLEURT" not in label for name, label in SIMILARITY_LABELS.items()
-               if name not in ("bleurt", "embedding"))
+    labels = {name: similarity_label(name) for name in SIMILARITIES.names()}  # each entry carries one
+    assert labels["bleurt"] == "BLEURT-A"
+    assert "BLEURT substitute" in labels["embedding"]
+    assert all("BLEURT" not in label for name, label in labels.items() if name not in ("bleurt", "embedding"))
+    assert similarity_label("not-a-similarity") == "not-a-similarity"
 
 
 # -- configs -------------------------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def test_similarity_specs_in_configs():
         ("rouge1", {}), ("rougeL", {"use_stemmer": True}), ("bleurt", {"model": "some/folder"})]
     assert parse_config(dump_config(config)) == config
     # a plain list is written back as names: the metrics stage key of older configs does not move
-    from a2c.stages import metrics_slice
+    from a2c.qa.stages import metrics_slice
 
     default = parse_config("name: x\n")
     assert [s.name for s in default.accuracy.similarities] == ["rouge1", "embedding"]

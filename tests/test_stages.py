@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 
 from a2c.choose import AskToChoose
-from a2c.config import ExperimentConfig
 from a2c.data import load_records
 from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
 from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, rescore_run, run_experiment
-from a2c.records import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, RunFile
-from a2c.report import write_report
-from a2c.stage import Generators, RunContext, Stage, run_stages
-from a2c.stages import STAGES
+from a2c.qa.config import ExperimentConfig
+from a2c.qa.report import write_report
+from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, RunFile
+from a2c.qa.stages import STAGES
+from a2c.qa.stages import QAContext as RunContext
+from a2c.stage import Generators, Stage, run_stages
 from a2c.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, and a two-line one that fails the paraphrase checks
@@ -209,8 +210,8 @@ def test_sets_before_and_after_counts_and_masks(finished):
     assert summary["paraphrases_failed"] == len(failed)
     for source in ("paraphrase", "temperature"):
         mine = [c for c in choices if c.source == source]
-        assert summary[f"unparsed_{source}"] == sum(not c.parsed for c in mine)
-        assert summary[f"idk_{source}"] == sum(c.dont_know for c in mine)
+        assert summary["choices"][source]["unparsed"] == sum(not c.parsed for c in mine)
+        assert summary["choices"][source]["idk"] == sum(c.dont_know for c in mine)
 
 
 def test_a_folder_of_another_experiment_or_no_run_is_refused_unless_forced(finished, tmp_path):
@@ -292,7 +293,7 @@ def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outpu
     rescore_run(run)
     counts = json.loads((run / "summary.json").read_text())["counts"]
     assert counts["prompts_cut_to_fit_context"] == 5
-    assert "| prompts_cut_to_fit_context | 5 |" in write_report(RunFolder(run))
+    assert "| prompts cut to fit context | 5 |" in write_report(RunFolder(run))
 
 
 def test_run_experiment_takes_the_run_folder_as_text_too(root):

@@ -8,18 +8,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from a2c.llm import Generator
-from a2c.prompts import load_template
-from a2c.variation import (
+from a2c.paraphrase import (
     DEFAULT_TECHNIQUES,
-    Answer,
-    AnswerTask,
-    answer,
     clean_paraphrase,
     paraphrase_messages,
     paraphrase_problem,
     paraphrase_questions,
-    temperature_tasks,
 )
+from a2c.prompts import load_template
+from a2c.qa.variation import Answer, AnswerTask, answer, temperature_tasks
 
 QUESTIONS = ["What happens if you swallow gum?", "Why do veins appear blue?"]
 

@@ -7,7 +7,6 @@ fails before any model is touched.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import (
@@ -19,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from a2c.config import RunConfig
 from a2c.files import DEFAULT_ENCODING, check_encoding
-from a2c.llm import GeneratorConfig
 
 # the fields an item can have; `columns:` maps each to the file's own column name
 FIELDS = ("id", "text", "premise", "hypothesis", "label", "bundle", "group", "negated_hypothesis",
@@ -176,20 +175,16 @@ class SuitesConfig(_Strict):
     contrast: ContrastConfig = Field(default_factory=ContrastConfig)
 
 
-class ClassificationConfig(_Strict):
-    """An experiment whose items are labelled by the LLM and probed by the four papers' suites."""
+class ClassificationConfig(RunConfig):
+    """An experiment whose items are labelled by the LLM and probed by the four papers' suites.
+
+    `limit` keeps the first N items (derived items keep their sources); the auxiliary generator writes
+    paraphrases and negations."""
 
     task: Literal["classification"] = "classification"
-    name: str = Field(min_length=1)
-    seed: int = 0
-    limit: int | None = Field(None, ge=1)  # the first N items (derived items keep their sources)
     dataset: ClassificationData
-    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
-    aux_generator: GeneratorConfig | None = None  # paraphrases and negations; None = the main generator
     labeling: LabelingConfig = Field(default_factory=LabelingConfig)
     suites: SuitesConfig = Field(default_factory=SuitesConfig)
-    output: str | None = None
-    chunk_size: int = Field(64, ge=1)  # items per generate call (progress and resume granularity)
 
     @field_validator("suites")
     @classmethod
@@ -216,13 +211,3 @@ class ClassificationConfig(_Strict):
     def paraphrase_field(self) -> str:
         default = "text" if self.dataset.input == "single" else "hypothesis"
         return self.suites.paraphrastic.field or default
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.output) if self.output else Path("runs") / self.name
-
-    def check_data(self) -> None:
-        """Read the data file through (columns, every row): a bad file fails at config load."""
-        from a2c.classification.data import load_items
-
-        load_items(self)

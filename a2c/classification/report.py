@@ -3,9 +3,16 @@ its paper (rates in %, as the papers print them), then the counts of unparsed re
 
 from __future__ import annotations
 
-from typing import Any
-
-from a2c.report import Table, fmt
+from a2c.classification.suites import (
+    BecelSuite,
+    CalmSuite,
+    ConditionalScore,
+    ContrastSuite,
+    PairedScore,
+    ParaphrasticSuite,
+    Summary,
+)
+from a2c.reporting import Table, fmt
 
 
 def _pct(value: float | None) -> str:
@@ -16,51 +23,51 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [*Table(header, rows).markdown().splitlines(), ""]
 
 
-def _contrast(s: dict[str, Any] | None, model: str) -> list[str]:
+def _contrast(s: ContrastSuite | None, model: str) -> list[str]:
     out = ["## Relative consistency on contrast bundles (paper 000, Table 2 layout)", ""]
     if s is None:
         return [*out, "No item carries a `bundle` of two or more items.", ""]
-    rows = [[model, "all (mixed sizes)" if r["bundle_size"] is None else str(r["bundle_size"]),
-             str(r["bundles"]), _pct(r["accuracy"]), _pct(r["consistency"]), _pct(r["relative_consistency"])]
-            for r in s["rows"]]
+    rows = [[model, "all (mixed sizes)" if r.bundle_size is None else str(r.bundle_size),
+             str(r.bundles), _pct(r.accuracy), _pct(r.consistency), _pct(r.relative_consistency)]
+            for r in s.rows]
     out += _table(["model", "bundle size b", "bundles", "accuracy", "consistency", "RC"], rows)
-    out.append(f"Unparsed replies (scored as not correct): {s['unparsed']}; bundles of one item left out: "
-               f"{s['single_bundles']}. RC needs bundles of one size, so it is n/a over mixed sizes.")
+    out.append(f"Unparsed replies (scored as not correct): {s.unparsed}; bundles of one item left out: "
+               f"{s.single_bundles}. RC needs bundles of one size, so it is n/a over mixed sizes.")
     return [*out, ""]
 
 
-def _paraphrastic(s: dict[str, Any] | None, model: str) -> list[str]:
+def _paraphrastic(s: ParaphrasticSuite | None, model: str) -> list[str]:
     out = ["## Paraphrastic consistency (paper 003, Table 4 layout)", ""]
     if s is None:
         return [*out, "No bucket holds two phrasings (paraphrases failed or suite disabled).", ""]
     out += _table(["model", "A_O", "A_bucket", "P_C", "min P_C (1−2A(1−A))", "VAP", "PVAP", "buckets",
                    "phrasings"],
-                  [[model, _pct(s["accuracy_original"]), _pct(s["accuracy_buckets"]), _pct(s["consistency"]),
-                    _pct(s["min_consistency"]), fmt(s["vap"]), fmt(s["pvap"]), str(s["buckets"]),
-                    str(s["phrasings"])]])
+                  [[model, _pct(s.accuracy_original), _pct(s.accuracy_buckets), _pct(s.consistency),
+                    _pct(s.min_consistency), fmt(s.vap), fmt(s.pvap), str(s.buckets),
+                    str(s.phrasings)]])
     out.append(f"A bucket is an item as given plus its LLM paraphrases (items sharing a `group` form one "
-               f"bucket). Unparsed phrasings (scored as not correct): {s['unparsed']}; buckets with one "
-               f"phrasing left out: {s['small_buckets']}.")
+               f"bucket). Unparsed phrasings (scored as not correct): {s.unparsed}; buckets with one "
+               f"phrasing left out: {s.small_buckets}.")
     return [*out, ""]
 
 
-def _paired(score: dict[str, Any]) -> str:
-    return f"{_pct(score['value'])} (n={score['pairs']})"
+def _paired(score: PairedScore) -> str:
+    return f"{_pct(score.value)} (n={score.pairs})"
 
 
-def _conditional(score: dict[str, Any]) -> str:
-    return f"{_pct(score['value'])} (C: {score['conditioned']} of {score['derived']})"
+def _conditional(score: ConditionalScore) -> str:
+    return f"{_pct(score.value)} (C: {score.conditioned} of {score.derived})"
 
 
-def _becel(s: dict[str, Any] | None, model: str) -> list[str]:
+def _becel(s: BecelSuite | None, model: str) -> list[str]:
     out = ["## BECEL inconsistencies τ (paper 001, Table 2 layout; lower is better)", ""]
     if s is None:
         return [*out, "Suite disabled.", ""]
     out += _table(["model", "τsem", "τneg", "τsym", "τtrn", "τadd"],
-                  [[model, _paired(s["semantic"]), _paired(s["negational"]), _paired(s["symmetric"]),
-                    _conditional(s["transitive"]), _conditional(s["additive"])]])
-    left = {k: s[k]["unparsed"] for k in ("semantic", "negational", "symmetric")}
-    origins = ", ".join(f"{k}: {v}" for k, v in s["negation_origins"].items()) or "none"
+                  [[model, _paired(s.semantic), _paired(s.negational), _paired(s.symmetric),
+                    _conditional(s.transitive), _conditional(s.additive)]])
+    left = {k: getattr(s, k).unparsed for k in ("semantic", "negational", "symmetric")}
+    origins = ", ".join(f"{k}: {v}" for k, v in s.negation_origins.items()) or "none"
     out.append(f"τsem pairs each item with each of its paraphrases, τneg with its negation (origin — "
                f"{origins}), τsym with its premise/hypothesis swap (symmetric labels only); τtrn/τadd count "
                f"only derived items whose two sources were predicted right (C). Pairs left out for an "
@@ -68,35 +75,35 @@ def _becel(s: dict[str, Any] | None, model: str) -> list[str]:
     return [*out, ""]
 
 
-def _calm(s: dict[str, Any] | None, model: str) -> list[str]:
+def _calm(s: CalmSuite | None, model: str) -> list[str]:
     out = ["## CALM consistency (paper 004, Table 1 layout)", ""]
     if s is None:
         return [*out, "Suite disabled, or the inputs are single texts (REVERSE and SIGNAL need pairs).", ""]
-    out += _table(["model", "Acc", "C_R", f"C_S (k={s['k']}, θ={s['threshold']:g})"],
-                  [[model, _pct(s["accuracy"]), _paired(s["reverse"]), _paired(s["signal"])]])
-    out.append(f"Items left out for an unparsed original or reversed reply: {s['reverse']['unparsed']} "
-               f"(REVERSE), {s['signal']['unparsed']} (SIGNAL); unparsed SIGNAL variants left out of "
-               f"pass rates: {s['signal_unparsed_variants']}.")
+    out += _table(["model", "Acc", "C_R", f"C_S (k={s.k}, θ={s.threshold:g})"],
+                  [[model, _pct(s.accuracy), _paired(s.reverse), _paired(s.signal)]])
+    out.append(f"Items left out for an unparsed original or reversed reply: {s.reverse.unparsed} "
+               f"(REVERSE), {s.signal.unparsed} (SIGNAL); unparsed SIGNAL variants left out of "
+               f"pass rates: {s.signal_unparsed_variants}.")
     return [*out, ""]
 
 
-def render_report(summary: dict[str, Any]) -> str:
-    model = summary["model"]
-    lines = [f"# {summary['name']}: consistency suites", "",
-             f"{summary['items']} items (+{summary['derived_items']} derived), model `{model}`.", ""]
-    lines += _contrast(summary["contrast"], model)
-    lines += _paraphrastic(summary["paraphrastic"], model)
-    lines += _becel(summary["becel"], model)
-    lines += _calm(summary["calm"], model)
+def render_report(summary: Summary) -> str:
+    model = summary.model
+    lines = [f"# {summary.name}: consistency suites", "",
+             f"{summary.items} items (+{summary.derived_items} derived), model `{model}`.", ""]
+    lines += _contrast(summary.contrast, model)
+    lines += _paraphrastic(summary.paraphrastic, model)
+    lines += _becel(summary.becel, model)
+    lines += _calm(summary.calm, model)
     lines += ["## Inputs, unparsed replies, failed rewrites", ""]
     lines += _table(["input kind", "inputs", "unparsed", "accuracy"],
-                    [[kind, str(c["inputs"]), str(c["unparsed"]), _pct(c["accuracy"])]
-                     for kind, c in summary["kinds"].items()])
-    methods = ", ".join(f"{k}: {v}" for k, v in summary["read_methods"].items())
+                    [[kind, str(c.inputs), str(c.unparsed), _pct(c.accuracy)]
+                     for kind, c in summary.kinds.items()])
+    methods = ", ".join(f"{k}: {v}" for k, v in summary.read_methods.items())
     lines.append(f"Labels read from — {methods}. An unparsed reply named no label; it is counted, never "
                  "guessed.")
     lines.append("")
-    for kind, counts in summary["rewrites"].items():
+    for kind, counts in summary.rewrites.items():
         problems = ", ".join(f"{k}: {v}" for k, v in counts.items() if k not in ("written", "failed"))
         lines.append(f"- LLM-written {kind}s: {counts['written']}, failed their checks: {counts['failed']}"
                      + (f" ({problems})" if problems else ""))

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from a2c.llm.base import GenerationRequest, Generator
+from a2c.paraphrase import Paraphrase, Technique, paraphrase_problem, paraphrase_questions
 from a2c.prompts import load_template
 from a2c.text import normalize
-from a2c.variation import Paraphrase, Technique, paraphrase_problem, paraphrase_questions
 
 # our own worked examples, one per technique (shown to the auxiliary model as shots)
 SENTENCE_TECHNIQUES: tuple[Technique, ...] = (

@@ -13,33 +13,29 @@ from functools import cached_property
 from pathlib import Path
 
 from a2c.classification.config import ClassificationConfig
-from a2c.classification.data import ClassificationItem, load_items
+from a2c.classification.data import ClassificationItem
 from a2c.classification.labeling import label_inputs
 from a2c.classification.perturbations import build_inputs
 from a2c.classification.report import render_report
 from a2c.classification.rewrite import negate_sentences, paraphrase_sentences
 from a2c.classification.rows import INPUTS, LABELS, REPORT, REWRITES, SUMMARY, InputRow, LabelRow, RewriteRow
-from a2c.classification.suites import summarize
+from a2c.classification.suites import SCHEMA_VERSION, Summary, summarize
 from a2c.prompts import load_template
-from a2c.report import ReportError
+from a2c.reporting import ReportError
+from a2c.runfiles import RunFileError
 from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice, json_digest
 from a2c.store import Store
 
 
 @dataclass
-class ClassificationContext(RunContext):
-    """The QA context with the classification items as the dataset (their digest keys the stages)."""
+class ClassificationContext(RunContext[ClassificationConfig]):
+    """The stages' context of a classification run: the items are the dataset (their digest keys it)."""
 
     items: list[ClassificationItem] = field(default_factory=list)
 
     @cached_property
     def dataset_digest(self) -> str:
         return json_digest([asdict(i) for i in self.items])
-
-    @property
-    def cfg(self) -> ClassificationConfig:
-        assert isinstance(self.config, ClassificationConfig)
-        return self.config
 
     @property
     def originals(self) -> list[ClassificationItem]:
@@ -87,10 +83,9 @@ def _nothing(config: ClassificationConfig) -> Slice:
 
 # -- stages -------------------------------------------------------------------------------------------------
 
-def run_rewrite(ctx: RunContext, stats: StageStats) -> None:
+def run_rewrite(ctx: ClassificationContext, stats: StageStats) -> None:
     """Paraphrases (003) of every original's target field and negations (001) the data does not give."""
-    assert isinstance(ctx, ClassificationContext)
-    config, rows = ctx.cfg, []
+    config, rows = ctx.config, []
     para, becel = config.suites.paraphrastic, config.suites.becel
     for chunk in ctx.chunks("rewrite", ctx.originals):
         if para.enabled:
@@ -114,19 +109,17 @@ def run_rewrite(ctx: RunContext, stats: StageStats) -> None:
     ctx.store.write_rows(REWRITES, rows)
 
 
-def run_perturb(ctx: RunContext, stats: StageStats) -> None:
+def run_perturb(ctx: ClassificationContext, stats: StageStats) -> None:
     """Every input to label: the items as given and each registered perturbation of them."""
-    assert isinstance(ctx, ClassificationContext)
     rewrites: dict[tuple[str, str], list[RewriteRow]] = {}
     for row in ctx.store.read_rows(REWRITES):
         rewrites.setdefault((row.item, row.kind), []).append(row)
-    ctx.store.write_rows(INPUTS, build_inputs(ctx.items, ctx.cfg, rewrites))
+    ctx.store.write_rows(INPUTS, build_inputs(ctx.items, ctx.config, rewrites))
 
 
-def run_label(ctx: RunContext, stats: StageStats) -> None:
+def run_label(ctx: ClassificationContext, stats: StageStats) -> None:
     """The model's label for every input: greedy, one batched call per chunk of items."""
-    assert isinstance(ctx, ClassificationContext)
-    config = ctx.cfg
+    config = ctx.config
     by_item: dict[str, list[InputRow]] = {}
     for row in ctx.store.read_rows(INPUTS):
         by_item.setdefault(row.item, []).append(row)
@@ -144,11 +137,10 @@ def run_label(ctx: RunContext, stats: StageStats) -> None:
     ctx.store.write_rows(LABELS, rows)
 
 
-def run_metrics(ctx: RunContext, stats: StageStats) -> None:
-    assert isinstance(ctx, ClassificationContext)
-    summary = summarize(ctx.cfg, ctx.items, ctx.store.read_rows(INPUTS), ctx.store.read_rows(LABELS),
+def run_metrics(ctx: ClassificationContext, stats: StageStats) -> None:
+    summary = summarize(ctx.config, ctx.items, ctx.store.read_rows(INPUTS), ctx.store.read_rows(LABELS),
                         ctx.store.read_rows(REWRITES))
-    ctx.store.write_json(SUMMARY.name, asdict(summary))
+    ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 
 
 def write_classification_report(store: Store, human_labels: Path | None = None) -> str:
@@ -156,12 +148,22 @@ def write_classification_report(store: Store, human_labels: Path | None = None) 
     if human_labels is not None:
         raise ReportError("--human-labels applies to QA runs (per-question consistency); this run is a "
                           "classification run")
-    text = render_report(store.read_json(SUMMARY.name))
+    text = render_report(read_classification_summary(store))
     store.write_text(REPORT.name, text)
     return text
 
 
-def run_report(ctx: RunContext, stats: StageStats) -> None:
+def read_classification_summary(store: Store) -> Summary:
+    """The run's typed summary; one of an older a2c (no schema_version) is refused with the command that
+    recomputes it."""
+    data = store.read_json(SUMMARY.name)
+    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
+        raise RunFileError(f"{store.where(SUMMARY.name)} was written by an older a2c (no schema_version)",
+                           hint=f"recompute it from the stored outputs: a2c report {store.where('')}")
+    return Summary.model_validate(data)
+
+
+def run_report(ctx: ClassificationContext, stats: StageStats) -> None:
     write_classification_report(ctx.store)
 
 
@@ -174,10 +176,9 @@ METRICS = Stage("metrics", reads=(DATASET, REWRITES, INPUTS, LABELS), writes=(SU
                 config_slice=metrics_slice, run=run_metrics)
 REPORT_STAGE = Stage("report", reads=(SUMMARY,), writes=(REPORT,), config_slice=_nothing,
                      run=run_report)
-STAGES: tuple[Stage, ...] = (REWRITE, PERTURB, LABEL, METRICS, REPORT_STAGE)
+STAGES: tuple[Stage[ClassificationContext], ...] = (REWRITE, PERTURB, LABEL, METRICS, REPORT_STAGE)
 
 
-def classification_context(config: ClassificationConfig, store, *, progress: bool = True,
-                           generators=None) -> ClassificationContext:
-    return ClassificationContext(config, store, [], generators=generators, progress=progress,
-                                 items=load_items(config))
+def classification_context(config: ClassificationConfig, store: Store, items: list[ClassificationItem]
+                           ) -> ClassificationContext:
+    return ClassificationContext(config, store, items)

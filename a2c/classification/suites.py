@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from a2c.classification.config import ClassificationConfig
 from a2c.classification.data import ClassificationItem
@@ -240,8 +243,15 @@ class KindCounts:
     accuracy: float  # share of inputs labelled with their gold label (unparsed: not correct)
 
 
-@dataclass
-class Summary:
+SCHEMA_VERSION = 2  # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key)
+
+
+class Summary(BaseModel):
+    """What `summary.json` holds for a classification run (pydantic, so it reads back typed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[2] = SCHEMA_VERSION
     name: str
     model: str
     items: int

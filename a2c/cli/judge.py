@@ -35,7 +35,7 @@ def _judge(args: argparse.Namespace) -> int:
     import numpy as np
 
     from a2c.judges import JUDGES, build_judge, load_preset
-    from a2c.metrics import cons_sem, semantic_clusters, semantic_entropy
+    from a2c.metrics import judge_scores, semantic_clusters
 
     if args.list and args.judges:
         for name in args.judges:
@@ -57,12 +57,13 @@ def _judge(args: argparse.Namespace) -> int:
         judges = [build_judge(spec.name, **{**spec.options, **cache}) for spec in preset.judges]
     for judge in judges:
         m = judge.matrix(args.question, args.answers)
-        clusters = semantic_clusters(judge.equivalent(m))
+        equivalent = judge.equivalent(m)
+        scores = judge_scores(m, equivalent)  # what a run's metrics stage computes for the same matrix
         print(f"\n{judge.name} (threshold {judge.threshold:g}, "
               f"{'higher' if judge.higher_is_consistent else 'lower'} = more consistent)")
         print(np.array2string(m, precision=3, suppress_small=True))
-        entropy = semantic_entropy(clusters)
-        print(f"Cons_sem {cons_sem(m):.3f} | clusters {clusters} | entropy {entropy:.3f} bits")
+        print(f"Cons_sem {scores.cons_sem:.3f} | clusters {semantic_clusters(equivalent)} | "
+              f"entropy {scores.entropy:.3f} bits")
     return 0
 
 

@@ -182,28 +182,22 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
     return [("q0", args.question)]
 
 
-def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], judge: Any,
+def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], judge: str,
                   techniques: int) -> list[ProbeResult]:
-    """Judge every question's answer sets in one batched pass and collect the per-question results."""
-    from a2c.metrics import cons_sem, semantic_clusters, semantic_entropy
-    from a2c.records import SOURCES
+    """Per question: its answer sets with the matrices and set scores the run's judges stage gave them."""
+    from a2c.qa.rows import SOURCES
 
-    keys = [(i, source) for i in range(len(asked)) for source in SOURCES]
-    members = {(i, source): [(g, text) for g, text in zip(c.generations, c.candidates, strict=True)
-                             if g.source == source]
-               for i, c in enumerate(choices) for source in SOURCES}
-    matrices = dict(zip(keys, judge.matrices([asked[i][1] for i, _ in keys],
-                                             [[t for _, t in members[k]] for k in keys]), strict=True))
     results = []
-    for i, ((qid, question), choice) in enumerate(zip(asked, choices, strict=True)):
+    for (qid, question), choice in zip(asked, choices, strict=True):
         sets = {}
         for source in SOURCES:
-            mine = members[(i, source)]
-            matrix = matrices[(i, source)]
-            clusters = semantic_clusters(judge.equivalent(matrix)) if len(mine) else []
-            sets[source] = SetResult([_label(g.source, g.slot) for g, _ in mine], [g.asked for g, _ in mine],
-                                     [t for _, t in mine], matrix.tolist(), cons_sem(matrix),
-                                     semantic_entropy(clusters), len(set(clusters)))
+            pairs = [(g, t) for g, t in zip(choice.generations, choice.candidates, strict=True)
+                     if g.source == source]
+            mine, texts = [g for g, _ in pairs], [t for _, t in pairs]
+            judged = choice.judged[judge][source]
+            sets[source] = SetResult([_label(g.source, g.slot) for g in mine], [g.asked for g in mine], texts,
+                                     judged.matrix, judged.scores.cons_sem, judged.scores.entropy,
+                                     judged.scores.clusters)
         answered = sum(g.source == "paraphrase" for g in choice.generations)
         results.append(ProbeResult(qid, question, techniques - answered, sets,
                                    [c.model_dump(include=CHOICE_FIELDS) for c in choice.choices],
@@ -232,8 +226,9 @@ def _print(result: ProbeResult, judge_name: str) -> None:
 
 def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
-    from a2c.judges import build_judge
+    from a2c.judges import JUDGES
     from a2c.llm import build_generator
+    from a2c.qa.config import JudgeConfig
 
     asked = _asked(args)
     config = _generator_config(args)
@@ -242,9 +237,11 @@ def _probe(args: argparse.Namespace) -> int:
             check_server(url)
     generator = build_generator(config)
     wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
-    choices = wrapper.answer_many([q for _, q in asked])  # one batched pass over every question
-    judge = build_judge(args.judge, **({"cache": None} if args.no_cache else {}))
-    results = probe_results(asked, choices, judge, len(wrapper.config.variation.techniques))
+    JUDGES.get(args.judge)  # an unknown name: one line with the closest names, before any model loads
+    judge = JudgeConfig.model_validate({"name": args.judge, **({"cache": None} if args.no_cache else {})})
+    # one batched pass over every question, judged by the run's own judges stage
+    choices = wrapper.answer_many([q for _, q in asked], judges=[judge])
+    results = probe_results(asked, choices, args.judge, len(wrapper.config.variation.techniques))
     for number, result in enumerate(results):
         if number:
             print("\n" + "=" * 80 + "\n")

@@ -27,11 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from a2c.pipeline import rescore_run, run_task
-    from a2c.report import REPORT
     from a2c.store import RunFolder
 
     task = run_task(args.run_dir) if args.no_rescore else rescore_run(args.run_dir, progress=True)
     folder = RunFolder(args.run_dir)
     print(task.write_report(folder, args.human_labels))
-    print(f"written: {folder.file(REPORT.name)}")
+    print(f"written: {folder.file('report.md')}")
     return 0

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from a2c.config import TaskConfig
+    from a2c.config import RunConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_run)
 
 
-def apply_overrides(config: TaskConfig, *, limit: int | None, no_cache: bool) -> TaskConfig:
+def apply_overrides(config: RunConfig, *, limit: int | None, no_cache: bool) -> RunConfig:
     """The config a run uses once the command-line flags are applied on top of the file."""
     from a2c.config import ConfigError
 
@@ -44,8 +44,8 @@ def apply_overrides(config: TaskConfig, *, limit: int | None, no_cache: bool) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    from a2c.config import load_config
     from a2c.pipeline import run_experiment
+    from a2c.tasks import load_config
 
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
     result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,

@@ -187,7 +187,7 @@ def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mappin
 
 def _score(args: argparse.Namespace) -> int:
     from a2c.data import load_records
-    from a2c.scoring import SIMILARITY_LABELS, checked_options, score_answers
+    from a2c.scoring import checked_options, score_answers, similarity_label
 
     specs = [parse_similarity(s) for s in args.similarities or DEFAULT_SIMILARITIES]
     names = [name for name, _ in specs]
@@ -220,7 +220,7 @@ def _score(args: argparse.Namespace) -> int:
     print(f"scored {len(matched)} answers against {len({r.id for r in refs})} {args.dataset} questions")
     print(f"{'similarity':<12} {'label':<8} {'max':>9} {'diff':>9} {'acc':>7}")
     for name, m in means.items():
-        label = SIMILARITY_LABELS.get(name, name).split(" ")[0]
+        label = similarity_label(name).split(" ")[0]
         print(f"{name:<12} {label:<8} {m['max']:>9.4f} {m['diff']:>9.4f} {m['acc']:>7.4f}")
     print(f"wrote {out / 'scores.csv'} and {out / 'summary.json'}")
     return 0

@@ -1,11 +1,11 @@
 """Pairwise agreement judges → n×n matrices per question (SPEC §2), batched over the whole dataset.
 
-Registry names: exact, rouge1, ner, pp, entail, contra, llm, embedding. `build_judge(name, **options)`
-builds one; `load_preset("offline" | "paper" | path)` a list of them from YAML. What a judge accepts is
-its class's `Options` model (a `JudgeOptions`), checked the same way for configs, presets and Python.
+Registry names: exact, rouge1, ner, pp, entail, contra, llm, embedding (each loaded on first use).
+`build_judge(name, **options)` builds one; `load_preset("offline" | "paper" | path)` a list of them from
+YAML. What a judge accepts is its class's `Options` model (a `JudgeOptions`), checked the same way for
+configs, presets and Python.
 """
 
-from a2c.judges import classifier, embedding, lexical, llm  # noqa: F401  (register the judges)
 from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
 from a2c.judges.hf import LabelError, ModelNotFoundError, PromptError, TruncationWarning
 from a2c.judges.presets import (

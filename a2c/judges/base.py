@@ -63,9 +63,6 @@ class Judge(Protocol):
         ...
 
 
-JUDGES: Registry[type[PairwiseJudge]] = Registry("judge")
-
-
 # -- options: each judge class names its pydantic model as `Options`; configs, presets and `build_judge`
 # validate through it, so a bad name or value fails when a config loads, not after the model stages
 def _cache_branch(value: Any) -> str:
@@ -137,7 +134,13 @@ class PairwiseJudge:
     """
 
     name: ClassVar[str]
+    label: ClassVar[str]  # what tables and plots call it (R1-C, Emb, ...)
     Options: ClassVar[type[JudgeOptions]] = JudgeOptions
+    # asks a generator; with no generator of its own a run lends it its main one (and its stage key then
+    # depends on that generator)
+    takes_run_generator: ClassVar[bool] = False
+    # the paper clusters answers for the entropy with its LLM judge: the default entropy judge where listed
+    preferred_for_clusters: ClassVar[bool] = False
     directional: bool = False
     higher_is_consistent: ClassVar[bool] = True
     uses_question: ClassVar[bool] = False
@@ -261,3 +264,13 @@ class ModelJudge(PairwiseJudge):
         self.batch_size = options.batch_size
         self.max_length = options.max_length
         self.offline = options.offline
+
+
+JUDGES: Registry[type[PairwiseJudge]] = Registry("judge", base=PairwiseJudge)
+for _name, _target in {"exact": "a2c.judges.lexical:ExactJudge", "rouge1": "a2c.judges.lexical:Rouge1Judge",
+                       "ner": "a2c.judges.lexical:NERJudge", "pp": "a2c.judges.classifier:ParaphraseJudge",
+                       "entail": "a2c.judges.classifier:EntailmentJudge",
+                       "contra": "a2c.judges.classifier:ContradictionJudge",
+                       "embedding": "a2c.judges.embedding:EmbeddingJudge",
+                       "llm": "a2c.judges.llm:LLMJudge"}.items():
+    JUDGES.register_lazy(_name, _target)

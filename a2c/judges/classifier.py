@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from a2c.judges.base import JUDGES, ModelJudge, ModelName, ModelOptions, Pair, Threshold
+from a2c.judges.base import ModelJudge, ModelName, ModelOptions, Pair, Threshold
 from a2c.judges.hf import PairScorer, label_index, pair_scorer
 
 PAPER_NLI_MODEL = "microsoft/deberta-v2-xxlarge-mnli"
@@ -53,7 +53,6 @@ class CrossEncoderJudge(ModelJudge):
         return probs[:, self._label]
 
 
-@JUDGES.register("pp")
 class ParaphraseJudge(CrossEncoderJudge):
     """P(paraphrase) from a paraphrase classifier (paper: DeBERTa-v3-large on PAWS), threshold 0.8.
 
@@ -62,6 +61,7 @@ class ParaphraseJudge(CrossEncoderJudge):
     """
 
     name = "pp"
+    label = "PP"
     labels = ("paraphrase", "equivalent", "duplicate", "is_paraphrase")
 
     class Options(CrossEncoderJudge.Options):
@@ -69,22 +69,22 @@ class ParaphraseJudge(CrossEncoderJudge):
         threshold: Threshold = 0.8
 
 
-@JUDGES.register("entail")
 class EntailmentJudge(CrossEncoderJudge):
     """P(entailment) of an NLI model, both directions of every pair."""
 
     name = "entail"
+    label = "Entail"
     labels = ("entailment",)
 
     class Options(CrossEncoderJudge.Options):
         model: ModelName = PAPER_NLI_MODEL
 
 
-@JUDGES.register("contra")
 class ContradictionJudge(CrossEncoderJudge):
     """P(contradiction) of an NLI model; lower is more consistent, identical answers score 0."""
 
     name = "contra"
+    label = "Contra"
     labels = ("contradiction",)
     higher_is_consistent = False
 

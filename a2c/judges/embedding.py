@@ -13,17 +13,17 @@ from typing import Any
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from a2c.judges.base import JUDGES, ModelJudge, ModelName, ModelOptions, Pair, Threshold
+from a2c.judges.base import ModelJudge, ModelName, ModelOptions, Pair, Threshold
 from a2c.judges.hf import SentenceEncoder, sentence_encoder
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 
-@JUDGES.register("embedding")
 class EmbeddingJudge(ModelJudge):
     """Cosine similarity clipped to [0, 1] (negative cosine means unrelated, not "less than unrelated")."""
 
     name = "embedding"
+    label = "Emb"
     directional = False
 
     class Options(ModelOptions):

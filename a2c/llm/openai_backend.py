@@ -33,8 +33,8 @@ import httpx
 from a2c.errors import A2CError
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
+from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.prompts import flatten
 
 
 class BackendError(A2CError):

@@ -13,8 +13,8 @@ import hashlib
 from collections.abc import Sequence
 
 from a2c.llm.base import Completion, GenerationRequest
+from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.prompts import flatten
 
 DEFAULT_SCRIPT = ("1", "2", "3")
 

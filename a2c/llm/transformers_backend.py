@@ -23,8 +23,8 @@ from a2c.hub import from_pretrained
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
 from a2c.llm.embedded import resolve_model
+from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.prompts import prompt_text
 
 if TYPE_CHECKING:
     import torch

@@ -38,8 +38,8 @@ from a2c.llm.config import GeneratorConfig
 from a2c.llm.context import ContextGuard
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import EMBEDDED_MODELS
+from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.prompts import prompt_text
 
 
 def vllm_model_path(model: str) -> str:

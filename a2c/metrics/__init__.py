@@ -43,6 +43,7 @@ from a2c.metrics.paraphrastic import (
     proportion_of_variance_attributable_to_paraphrasing,
     variance_attributable_to_paraphrasing,
 )
+from a2c.metrics.sets import JudgeScores, judge_scores
 
 __all__ = [
     "DEFAULT_INDICATORS",
@@ -51,6 +52,7 @@ __all__ = [
     "ContrastSetScores",
     "IndicatorPair",
     "InvalidCountsError",
+    "JudgeScores",
     "TruthfulQAScores",
     "additive_inconsistency",
     "conditional_inconsistency",
@@ -61,6 +63,7 @@ __all__ = [
     "contrast_set_scores",
     "cumulative_mass",
     "fleiss_kappa",
+    "judge_scores",
     "mean_defined",
     "min_paraphrastic_consistency",
     "negational_inconsistency",

@@ -8,15 +8,21 @@ decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 import numpy as np
 from tqdm import tqdm
 
-from a2c.choose import ask_to_choose
-from a2c.config import ExperimentConfig
-from a2c.metrics import cons_lex
-from a2c.records import (
+from a2c.data import QARecord
+from a2c.judges import JUDGES, Judge, build_judge
+from a2c.judges.presets import judge_options
+from a2c.metrics import cons_lex, judge_scores
+from a2c.paraphrase import paraphrase_questions
+from a2c.qa.config import ExperimentConfig
+from a2c.qa.rank import ask_to_choose
+from a2c.qa.report import REPORT_FILES, write_report
+from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
     MATRICES,
@@ -27,22 +33,58 @@ from a2c.records import (
     SUMMARY,
     Accuracy,
     GenerationRow,
-    MatrixKey,
-    MatrixSet,
     MetricRow,
     ParaphraseItem,
     ParaphraseRow,
     Phase,
-    RunFileError,
+    Question,
     Source,
 )
-from a2c.report import REPORT_FILES, summarize_metrics, write_report
-from a2c.scoring import judge_scores, score_answers
+from a2c.qa.scoring import score_answers
+from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
+from a2c.qa.summary import summarize_metrics
+from a2c.qa.variation import AnswerTask, answer, temperature_tasks
+from a2c.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.seeds import stable_seed
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice
-from a2c.variation import AnswerTask, answer, paraphrase_questions, temperature_tasks
+from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice, json_digest
+from a2c.store import Store
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts
+
+
+@dataclass
+class QAContext(RunContext[ExperimentConfig]):
+    """The stages' context of a QA run: the questions, their references and the judges (built once)."""
+
+    questions: list[Question] = field(default_factory=list)
+    records: dict[str, QARecord] = field(default_factory=dict)  # references by id, for accuracy
+    _judges: dict[str, Judge] = field(default_factory=dict, kw_only=True)
+
+    @cached_property
+    def dataset_digest(self) -> str:
+        return json_digest({"questions": [asdict(q) for q in self.questions],
+                            "records": [asdict(r) for r in self.records.values()]})
+
+    def item_texts(self) -> dict[str, str]:
+        return {q.id: q.question for q in self.questions}
+
+    def judges(self) -> dict[str, Judge]:
+        """Judges by name, built once; a judge that asks a generator gets the main one unless it names one,
+        and judges with a score cache share the run's cache file."""
+        if not self._judges:
+            for spec in self.config.judges:
+                options = spec.options
+                if JUDGES.get(spec.name).takes_run_generator and options.get("generator") is None:
+                    options["generator"] = self.generator
+                if "cache" in judge_options(spec.name):
+                    options.setdefault("cache", self.config.generator.cache)  # one cache file per run
+                self._judges[spec.name] = build_judge(spec.name, **options)
+        return self._judges
+
+
+def qa_context(config: ExperimentConfig, store: Store, records: list[QARecord]) -> QAContext:
+    """The stages' context for a config's records in a run folder (generators built from the config)."""
+    return QAContext(config, store, [Question(r.id, r.question) for r in records], {r.id: r for r in records})
 
 
 # -- config slices: only what a stage's outputs depend on -------------------------------------------------
@@ -71,7 +113,8 @@ _NOT_IN_SCORES = frozenset({"cache", "batch_size", "threshold"})
 def judges_slice(config: ExperimentConfig) -> Slice:
     judges = [{k: v for k, v in spec.model_dump(mode="json").items() if k not in _NOT_IN_SCORES}
               for spec in config.judges]
-    on_run_generator = any(s.name == "llm" and s.options.get("generator") is None for s in config.judges)
+    on_run_generator = any(JUDGES.get(s.name).takes_run_generator and s.options.get("generator") is None
+                           for s in config.judges)
     return {"judges": judges,
             "generator": generator_slice(config.generator) if on_run_generator else None}
 
@@ -88,7 +131,9 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
 
 
 def metrics_slice(config: ExperimentConfig) -> Slice:
-    return {"name": config.name, "model": config.generator.model, "a2c": config.a2c.enabled,
+    # the summary's schema too: a run folder of an older a2c gets its metrics recomputed, with no model call
+    return {"summary_schema": SUMMARY_SCHEMA, "name": config.name, "model": config.generator.model,
+            "a2c": config.a2c.enabled,
             "answer_field": config.variation.answer_field,
             "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
             "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
@@ -101,7 +146,7 @@ def _a2c_enabled(config: ExperimentConfig) -> bool:
 
 # -- stages -----------------------------------------------------------------------------------------------
 
-def run_variation(ctx: RunContext, stats: StageStats) -> None:
+def run_variation(ctx: QAContext, stats: StageStats) -> None:
     """In-context paraphrases of every question, one per technique (AuxLLM)."""
     techniques = ctx.config.variation.resolved_techniques()
     rows = []
@@ -115,7 +160,7 @@ def run_variation(ctx: RunContext, stats: StageStats) -> None:
     ctx.store.write_rows(PARAPHRASES, rows)
 
 
-def run_answers(ctx: RunContext, stats: StageStats) -> None:
+def run_answers(ctx: QAContext, stats: StageStats) -> None:
     """Answers to the paraphrased questions (Y_c) and to q at every temperature (Y_t): long and short."""
     var, seed = ctx.config.variation, ctx.config.seed
     rows: list[GenerationRow] = []
@@ -142,11 +187,11 @@ def run_answers(ctx: RunContext, stats: StageStats) -> None:
     ctx.store.write_rows(GENERATIONS, rows)
 
 
-def _empty_sets(ctx: RunContext) -> Sets:
+def _empty_sets(ctx: QAContext) -> Sets:
     return {q.id: {s: [] for s in SOURCES} for q in ctx.questions}
 
 
-def _before_sets(ctx: RunContext, generations: list[GenerationRow]) -> Sets:
+def _before_sets(ctx: QAContext, generations: list[GenerationRow]) -> Sets:
     """Y_c and Y_t per question, as texts of the configured answer field."""
     sets = _empty_sets(ctx)
     for row in generations:
@@ -154,7 +199,7 @@ def _before_sets(ctx: RunContext, generations: list[GenerationRow]) -> Sets:
     return sets
 
 
-def _after_sets(ctx: RunContext) -> Sets:
+def _after_sets(ctx: QAContext) -> Sets:
     """Ŷ_c and Ŷ_t: the parsed choices only (unparsed replies are counted, not guessed)."""
     sets = _empty_sets(ctx)
     for row in ctx.store.read_rows(CHOICES):
@@ -163,11 +208,11 @@ def _after_sets(ctx: RunContext) -> Sets:
     return sets
 
 
-def _phase_sets(ctx: RunContext, phase: Phase) -> Sets:
+def _phase_sets(ctx: QAContext, phase: Phase) -> Sets:
     return _before_sets(ctx, ctx.store.read_rows(GENERATIONS)) if phase == "before" else _after_sets(ctx)
 
 
-def _run_judges(ctx: RunContext, stats: StageStats, phase: Phase) -> None:
+def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:
     """Every judge over every set of the dataset in one batched pass per judge."""
     sets = _phase_sets(ctx, phase)
     keys = [(q, s) for q in ctx.questions for s in SOURCES]
@@ -182,15 +227,15 @@ def _run_judges(ctx: RunContext, stats: StageStats, phase: Phase) -> None:
     ctx.store.write_matrices(MATRICES[phase], MatrixSet(matrices))
 
 
-def run_judges_before(ctx: RunContext, stats: StageStats) -> None:
+def run_judges_before(ctx: QAContext, stats: StageStats) -> None:
     _run_judges(ctx, stats, "before")
 
 
-def run_judges_after(ctx: RunContext, stats: StageStats) -> None:
+def run_judges_after(ctx: QAContext, stats: StageStats) -> None:
     _run_judges(ctx, stats, "after")
 
 
-def run_a2c(ctx: RunContext, stats: StageStats) -> None:
+def run_a2c(ctx: QAContext, stats: StageStats) -> None:
     """Algorithm 1 steps 3-5: fresh paraphrases, rank prompts over Y_c and Y_t, parsed choices."""
     generations = ctx.store.read_rows(GENERATIONS)
     sets = _before_sets(ctx, generations)
@@ -212,7 +257,7 @@ def run_a2c(ctx: RunContext, stats: StageStats) -> None:
     ctx.store.write_rows(CHOICES, rows)
 
 
-def run_metrics(ctx: RunContext, stats: StageStats) -> None:
+def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     """Per-question metrics for every (source, phase), then dataset means (undefined values skipped)."""
     phases = [p for p in PHASES if p == "before" or ctx.config.a2c.enabled]
     sets = {p: _phase_sets(ctx, p) for p in phases}
@@ -251,12 +296,11 @@ def run_metrics(ctx: RunContext, stats: StageStats) -> None:
                                       n_accurate=None if accurate is None else sum(accurate),
                                       cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
     ctx.store.write_rows(METRICS, rows)
-    summary = summarize_metrics(ctx.store, ctx.config, ctx.config.generator.model)
-    summary["counts"]["prompts_cut_to_fit_context"] = _prompts_cut(ctx)
-    ctx.store.write_json(SUMMARY.name, summary)
+    summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))
+    ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 
 
-def _prompts_cut(ctx: RunContext) -> int:
+def _prompts_cut(ctx: QAContext) -> int:
     """Samples answered from a prompt cut to fit the model's context (`context_policy: truncate`), over the
     generating stages, as their markers recorded them (a reused stage's count is that of its outputs)."""
     total = 0
@@ -269,7 +313,7 @@ def _prompts_cut(ctx: RunContext) -> int:
     return total
 
 
-def run_report(ctx: RunContext, stats: StageStats) -> None:
+def run_report(ctx: QAContext, stats: StageStats) -> None:
     write_report(ctx.store)
 
 

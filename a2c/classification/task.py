@@ -1,0 +1,19 @@
+"""The classification task's entry in the task registry (`a2c.tasks`)."""
+
+from __future__ import annotations
+
+from a2c.classification.config import ClassificationConfig
+from a2c.classification.data import load_items
+from a2c.classification.rows import SUMMARY
+from a2c.classification.stages import (
+    METRICS,
+    STAGES,
+    classification_context,
+    read_classification_summary,
+    write_classification_report,
+)
+from a2c.tasks import TaskSpec
+
+TASK = TaskSpec(name="classification", config=ClassificationConfig, load_data=load_items,
+                context=classification_context, stages=STAGES, rescore=(METRICS,), summary=SUMMARY,
+                read_summary=read_classification_summary, write_report=write_classification_report)

@@ -1,0 +1,267 @@
+"""The config of a QA experiment (`task: qa`, the default): dataset, variation, judges, accuracy, A2C.
+
+Unknown keys are errors (a typo must not silently fall back to a default). Names of datasets, judges,
+similarities and paraphrase techniques are checked against their registries, so a bad name fails when the
+config loads, before any model does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    PrivateAttr,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from a2c.config import RunConfig, StrictModel, registered
+from a2c.data.columns import ColumnMap
+from a2c.errors import A2CError
+from a2c.files import DEFAULT_ENCODING, check_encoding
+
+
+class DatasetConfig(StrictModel):
+    """Which questions a run asks: `quickstart`, `truthfulqa`, or your own (`file`, `hf`) with a column map.
+
+    Each dataset declares the settings it reads (`a2c.data.DATASETS`); one it does not read is an error
+    here, so a misplaced `columns:` or `split:` never goes silently unused.
+    """
+
+    name: str = "quickstart"
+    # a local file (TruthfulQA CSV; .jsonl/.csv/.parquet for `file`), relative to the working directory, or
+    # the hub dataset's owner/name for `hf`; None = built in / TruthfulQA from the hub
+    path: str | None = None
+    encoding: str = DEFAULT_ENCODING  # of `path`; the default reads UTF-8 with or without a byte-order mark
+    columns: ColumnMap | None = None  # record field → column name (`file`, `hf`)
+    separator: str = Field(";", min_length=1)  # splits a list cell that is not a JSON list
+    config: str | None = Field(None, min_length=1)  # hub dataset configuration (`hf`)
+    split: str | None = Field(None, min_length=1)  # hub split (`hf`); None = the only one
+    revision: str | None = Field(None, min_length=1)  # hub git revision (`hf`)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from a2c.data import DATASETS
+
+        return registered(DATASETS, name)
+
+    @field_validator("encoding")
+    @classmethod
+    def _decodable(cls, encoding: str) -> str:
+        return check_encoding(encoding)
+
+    @model_validator(mode="after")
+    def _settings_it_reads(self) -> DatasetConfig:
+        from a2c.data import DATASETS, given_settings
+
+        if self.name in DATASETS:
+            DATASETS.get(self.name).check(self.name, given_settings(self.settings() | {"path": self.path}))
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The source settings besides name, path and encoding, as `a2c.data.load_records` takes them."""
+        return {k: getattr(self, k) for k in ("columns", "separator", "config", "split", "revision")}
+
+
+class TechniqueConfig(StrictModel):
+    """A paraphrasing technique written out in the config (instead of a built-in name)."""
+
+    name: str
+    instruction: str
+    example_question: str
+    example_paraphrase: str
+
+
+DEFAULT_TECHNIQUE_NAMES = ("synonyms", "word forms", "sentence structure", "conjunctions")
+
+
+class VariationConfig(StrictModel):
+    techniques: list[str | TechniqueConfig] = Field(default_factory=lambda: list(DEFAULT_TECHNIQUE_NAMES),
+                                                    min_length=1)
+    # answers to paraphrased questions are nucleus samples, as in the paper; 0.6 and top_p 0.7 are the
+    # authors' released settings (their 10-temperature grid is in experiments/truthfulqa-a2c-paper.yaml)
+    # finite: inf passes these bounds (NaN the list's check) and was written into the JSONL records as `NaN`
+    # or `Infinity`, which are not JSON
+    paraphrase_temperature: float = Field(0.6, ge=0.0, allow_inf_nan=False)
+    temperatures: list[FiniteFloat] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0], min_length=1)
+    top_p: float = Field(0.7, gt=0.0, le=1.0, allow_inf_nan=False)
+    samples: int = Field(1, ge=1)  # answers per temperature
+    answer_field: Literal["short", "long"] = "short"  # which answer text the judges and metrics see
+    # reply budgets: on a CPU the longest reply of a batch sets its time, so these drive the run time
+    paraphrase_max_tokens: int = Field(64, ge=1)
+    long_max_tokens: int = Field(96, ge=1)
+    short_max_tokens: int = Field(16, ge=1)
+
+    @field_validator("temperatures")
+    @classmethod
+    def _non_negative(cls, temps: list[float]) -> list[float]:
+        bad = [t for t in temps if t < 0]
+        if bad:
+            raise ValueError(f"temperatures must be >= 0, got {bad}")
+        return temps
+
+    @field_validator("techniques")
+    @classmethod
+    def _known_techniques(cls, techniques: list[str | TechniqueConfig]) -> list[str | TechniqueConfig]:
+        from a2c.paraphrase import DEFAULT_TECHNIQUES
+
+        known = {t.name for t in DEFAULT_TECHNIQUES}
+        for t in techniques:
+            if isinstance(t, str) and t not in known:
+                raise ValueError(f"unknown technique {t!r}; built in: {sorted(known)} "
+                                 "(or give name/instruction/example_question/example_paraphrase)")
+        return techniques
+
+    def resolved_techniques(self) -> list[Any]:
+        from a2c.paraphrase import DEFAULT_TECHNIQUES, Technique
+
+        by_name = {t.name: t for t in DEFAULT_TECHNIQUES}
+        return [by_name[t] if isinstance(t, str) else Technique(**t.model_dump()) for t in self.techniques]
+
+
+class JudgeConfig(BaseModel):
+    """A judge by name with its options inline, as in a judge preset file (`{name: pp, threshold: 0.8}`).
+
+    The options (names and values) are checked by the judge's own `Options` model when the config loads;
+    the inline values are kept as written (what the resolved config dumps), `options` gives them typed.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    _options: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from a2c.judges import JUDGES
+
+        return registered(JUDGES, name)
+
+    @model_validator(mode="after")
+    def _valid_options(self) -> JudgeConfig:
+        from a2c.judges.presets import validate_options
+
+        # its ValidationError is keyed by option, and pydantic nests that under this entry: judges.0.threshold
+        self._options = validate_options(self.name, self.model_extra or {}).given()
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options given, typed; unset ones are left to the judge (or, for `cache`, to the run)."""
+        return dict(self._options)
+
+
+class SimilarityConfig(BaseModel):
+    """An accuracy similarity by name with its options inline (`{name: rouge1, use_stemmer: true}`); a bare
+    name (`rouge1`) is the same with no options, and is written back as a bare name, so the resolved
+    config and the stage keys of a plain list stay as they were."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from a2c.qa.scoring import SIMILARITIES
+
+        return registered(SIMILARITIES, name)
+
+    @model_validator(mode="after")
+    def _valid_options(self) -> SimilarityConfig:
+        from a2c.qa.scoring import similarity_options
+
+        similarity_options(self.name, self.options)  # bad values: keyed by option under this entry
+        return self
+
+    @model_serializer(mode="wrap")
+    def _bare_name(self, handler: Any) -> Any:
+        return handler(self) if self.model_extra else self.name
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class AccuracyConfig(StrictModel):
+    # answer-vs-reference similarities (SPEC §4), each a name or {name, options}: rouge1 (R1-A), rouge2,
+    # rougeL, bleu, bleurt, and embedding (the offline stand-in for BLEURT)
+    similarities: list[SimilarityConfig] = Field(
+        default_factory=lambda: [SimilarityConfig(name="rouge1"), SimilarityConfig(name="embedding")],
+        min_length=1)
+
+    @field_validator("similarities", mode="before")
+    @classmethod
+    def _expand(cls, similarities: Any) -> Any:
+        """`[rouge1, bleu]` is short for `[{name: rouge1}, {name: bleu}]`."""
+        if isinstance(similarities, list):
+            return [{"name": s} if isinstance(s, str) else s for s in similarities]
+        return similarities
+
+    @field_validator("similarities")
+    @classmethod
+    def _distinct(cls, similarities: list[SimilarityConfig]) -> list[SimilarityConfig]:
+        names = [s.name for s in similarities]
+        if len(set(names)) != len(names):
+            raise ValueError(f"similarities are listed twice: {names} (metrics are keyed by name)")
+        return similarities
+
+
+class A2CConfig(StrictModel):
+    enabled: bool = True
+    # decoding of the paraphrase-slot rank prompts
+    rank_temperature: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    max_tokens: int = Field(8, ge=1)
+    # the rank prompt's last option, in the paper's Listing 1 wording. The wording moves accuracy: under
+    # TruthfulQA's scoring "I have no comment." is a true reference, and "I don't know ..." shares its "I"
+    idk_text: str = Field("Don't know the correct answer", min_length=1)
+
+
+class ExperimentConfig(RunConfig):
+    """A QA experiment (the paper's pipeline): vary each question, judge agreement, Ask-to-Choose."""
+
+    task: Literal["qa"] = "qa"
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    variation: VariationConfig = Field(default_factory=VariationConfig)
+    judges: list[JudgeConfig] = Field(default_factory=lambda: [JudgeConfig(name="embedding")], min_length=1)
+    entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
+    accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
+    a2c: A2CConfig = Field(default_factory=A2CConfig)
+
+    @field_validator("judges", mode="before")
+    @classmethod
+    def _expand(cls, judges: Any) -> Any:
+        """`judges: offline` names a preset; `[embedding, rouge1]` is short for `[{name: embedding}, ...]`."""
+        if isinstance(judges, str):
+            from a2c.judges import load_preset
+
+            try:
+                preset = load_preset(judges)
+            except A2CError as exc:
+                raise ValueError(str(exc)) from None
+            return [{"name": spec.name, **spec.options} for spec in preset.judges]
+        if isinstance(judges, list):
+            return [{"name": j} if isinstance(j, str) else j for j in judges]
+        return judges
+
+    @model_validator(mode="after")
+    def _distinct_judges(self) -> ExperimentConfig:
+        names = [j.name for j in self.judges]
+        if len(set(names)) != len(names):
+            raise ValueError(f"judges are listed twice: {names}")
+        if self.entropy_judge is not None and self.entropy_judge not in names:
+            raise ValueError(f"entropy_judge {self.entropy_judge!r} is not among the judges {names}")
+        return self
+
+    @property
+    def entropy_judge_name(self) -> str:
+        """The paper clusters with its LLM judge; without one, the first judge listed."""
+        names = [j.name for j in self.judges]
+        return self.entropy_judge or ("llm" if "llm" in names else names[0])

@@ -1,0 +1,342 @@
+"""Tables and plots of a run: the paper-layout before/after table, all vs accurate answers, plots.
+
+Everything here reads the run's typed rows only (`metrics.jsonl`, `choices.jsonl`, `paraphrases.jsonl`,
+`summary.json`, through a `Store`), so `a2c report RUN_DIR` regenerates the report without any model.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
+from a2c.metrics.signal import oracle_curve, rejection_curve
+from a2c.qa.rows import METRICS, SOURCES, SUMMARY, MetricRow
+from a2c.qa.scoring import similarity_label
+from a2c.qa.summary import GroupSummary, QASummary, judge_label, read_summary, signal_groups
+from a2c.reporting import ReportError, Table, fmt, png_bytes, pyplot
+from a2c.runfiles import RunFile
+from a2c.store import Store
+
+REPORT = RunFile("report.md")
+TABLE_BEFORE_AFTER = RunFile("table_before_after.csv")
+TABLE_ACCURATE = RunFile("table_accurate_answers.csv")
+COUNTS = RunFile("counts.csv")
+PLOT_ACCURACY = RunFile("accuracy_vs_consistency.png")
+PLOT_CORRELATIONS = RunFile("metric_correlations.png")
+TABLE_SIGNAL = RunFile("table_signal.csv")
+PLOT_REJECTION = RunFile("accuracy_vs_rejection.png")
+REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS,
+                TABLE_SIGNAL, PLOT_REJECTION)
+METHOD_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
+
+
+# -- tables -----------------------------------------------------------------------------------------------
+
+def _arrow(before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return f"{fmt(before)} → {fmt(after)}"
+    mark = "↑" if after > before else "↓" if after < before else "="
+    return f"{fmt(before)} → {fmt(after)} {mark}"
+
+
+def before_after_table(summary: QASummary) -> Table:
+    """The paper's Table 2/5 layout: rows = method × model; accuracy and consistency, before → after A2C.
+    Without any references the accuracy columns are left out (not shown as zeros)."""
+    sims = summary.similarities if summary.referenced else []
+    judges, ent = summary.judges, summary.entropy_judge
+    header = ["method", "model"] + [similarity_label(s) for s in sims] + ["Don't-know share (A2C)"] \
+        + [judge_label(j) for j in judges] + [f"Entropy ({judge_label(ent)}, lower = more consistent)",
+                                              "Cons_lex"]
+    rows = []
+    for method in SOURCES:
+        before, after = summary.group(method, "before"), summary.group(method, "after")
+        if before is None:
+            continue
+
+        def cell(get: Callable[[GroupSummary], float | None], before: GroupSummary = before,
+                 after: GroupSummary | None = after) -> str:
+            return _arrow(get(before), get(after)) if after is not None else fmt(get(before))
+
+        row = [METHOD_LABELS[method], summary.model]
+        row += [cell(lambda g, s=s: g.accuracy[s].acc.mean) for s in sims]
+        row.append(fmt(after.idk_share) if after is not None else "n/a")
+        row += [cell(lambda g, j=j: g.consistency[j].mean) for j in judges]
+        row += [cell(lambda g: g.entropy[ent].mean), cell(lambda g: g.cons_lex.mean)]
+        rows.append(row)
+    return Table(header, rows)
+
+
+def accurate_answers_table(summary: QASummary) -> Table:
+    """Table 1/3 analogue: consistency over all answers vs over the accurate answers only."""
+    judges = summary.judges
+    header = ["method", "model", "phase"] + [f"{judge_label(j)} all / accurate" for j in judges]
+    rows = []
+    for g in summary.groups:
+        rows.append([METHOD_LABELS[g.method], g.model, g.phase]
+                    + [f"{fmt(g.consistency[j].mean)} / {fmt(g.consistency_accurate[j].mean)}"
+                       for j in judges])
+    return Table(header, rows)
+
+
+def counts_table(summary: QASummary) -> Table:
+    counts = summary.counts
+    rows = [["questions", str(counts.questions)],
+            ["questions with references", str(counts.questions_with_references)]]
+    if counts.paraphrases is not None:
+        rows += [["paraphrases", str(counts.paraphrases)],
+                 ["paraphrases failed", str(counts.paraphrases_failed)]]
+    for source, c in counts.choices.items():
+        rows += [[f"rank prompts ({source})", str(c.rank_prompts)], [f"unparsed ({source})", str(c.unparsed)],
+                 [f"don't know ({source})", str(c.idk)]]
+    rows.append(["prompts cut to fit context", str(counts.prompts_cut_to_fit_context)])
+    rows += [[f"replies parsed by {m}", str(n)] for m, n in counts.parse_methods.items()]
+    rows += [[f"sets with < 2 outputs ({g.method}, {g.phase})", str(g.cons_lex.skipped)]
+             for g in summary.groups]
+    return Table(["count", "value"], rows)
+
+
+# -- human labels and metric correlations -----------------------------------------------------------------
+
+def read_human_labels(path: Path) -> dict[tuple[str, str, str], list[str]]:
+    """CSV with columns id, source, phase, then one column per annotator (labels of any kind)."""
+    if not path.is_file():
+        raise ReportError(f"human labels file not found: {path}")
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if not header or header[:3] != ["id", "source", "phase"] or len(header) < 5:
+            raise ReportError(f"{path}: expected columns id, source, phase and at least two annotators")
+        labels = {}
+        for line, row in enumerate(reader, start=2):
+            if len(row) != len(header) or any(not v.strip() for v in row):
+                raise ReportError(f"{path}:{line}: expected {len(header)} non-empty values")
+            labels[(row[0], row[1], row[2])] = [v.strip() for v in row[3:]]
+    return labels
+
+
+def metric_columns(rows: Sequence[MetricRow], summary: QASummary) -> dict[str, list[float | None]]:
+    """One value per (question, method, phase) set for every metric the run computed."""
+    columns: dict[str, list[float | None]] = {"Cons_lex": [r.cons_lex for r in rows]}
+    for j in summary.judges:
+        columns[judge_label(j)] = [r.judges[j].cons_sem for r in rows]
+    ent = summary.entropy_judge
+    # negated, so that for every column higher means more consistent
+    columns["-Entropy"] = [None if (e := r.judges[ent].entropy) is None else -e for r in rows]
+    for s in summary.similarities if summary.referenced else []:
+        columns[similarity_label(s).split(" ")[0]] = [a.acc if (a := r.accuracy.get(s)) else None
+                                                      for r in rows]
+    return columns
+
+
+def correlations(columns: dict[str, list[float | None]]) -> tuple[list[str], np.ndarray]:
+    """Spearman ρ between every pair of metric columns over the sets where both are defined."""
+    names = list(columns)
+    matrix = np.full((len(names), len(names)), np.nan)
+    for a, first in enumerate(names):
+        for b, second in enumerate(names):
+            pairs = [(x, y) for x, y in zip(columns[first], columns[second], strict=True)
+                     if x is not None and y is not None]
+            rho = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
+            matrix[a, b] = np.nan if rho is None else rho
+    return names, matrix
+
+
+def human_agreement(rows: Sequence[MetricRow], columns: dict[str, list[float | None]],
+                    labels: dict[tuple[str, str, str], list[str]]
+                    ) -> tuple[dict[str, float | None], float | None]:
+    """Spearman ρ of each metric with the mean human label per set, and Fleiss' κ among the annotators."""
+    keyed = [(i, labels.get((r.id, r.source, r.phase))) for i, r in enumerate(rows)]
+    keyed = [(i, lab) for i, lab in keyed if lab is not None]
+    if not keyed:
+        raise ReportError("the human labels file matches no (id, source, phase) set of this run")
+    try:
+        human = [float(np.mean([float(v) for v in lab])) for _, lab in keyed]
+    except ValueError:
+        raise ReportError("human labels must be numbers (e.g. 0/1 or a 1-5 scale)") from None
+    rhos = {}
+    for name, values in columns.items():
+        pairs = [(values[i], h) for (i, _), h in zip(keyed, human, strict=True) if values[i] is not None]
+        rhos[name] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
+    counts, _ = rating_counts([lab for _, lab in keyed])
+    return rhos, fleiss_kappa(counts)
+
+
+# -- plots ------------------------------------------------------------------------------------------------
+
+def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
+    """Figure 3 analogue (PNG): per-set consistency (first judge) against accuracy, per method and phase.
+    Without references there is no accuracy axis: the per-set consistency histograms instead."""
+    if not summary.referenced:
+        return plot_consistency(rows, summary)
+    plt = pyplot()
+    judge, sim = summary.judges[0], summary.similarities[0]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    markers = {"before": "o", "after": "^"}
+    colours = {"paraphrase": "tab:blue", "temperature": "tab:orange"}
+    for g in summary.groups:
+        part = [(cons, accuracy.max_true) for r in rows if r.source == g.method and r.phase == g.phase
+                and (cons := r.judges[judge].cons_sem) is not None and (accuracy := r.accuracy.get(sim))]
+        label = f"{METHOD_LABELS[g.method]}, {g.phase} A2C"
+        ax.scatter([x for x, _ in part], [y for _, y in part], s=12, alpha=0.35,
+                   marker=markers[g.phase], color=colours[g.method])
+        x, y = g.consistency[judge].mean, g.accuracy[sim].max_true.mean
+        if x is not None and y is not None:
+            ax.scatter([x], [y], s=140, marker=markers[g.phase], color=colours[g.method],
+                       edgecolor="black", label=label)
+    ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
+    ax.set_ylabel(f"accuracy ({similarity_label(sim).split(' ')[0]} max_true)")
+    ax.set_title(f"{summary.name}: {summary.model}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_consistency(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
+    """Histograms of per-set consistency (first judge) per method and phase: a dataset without references."""
+    plt = pyplot()
+    judge = summary.judges[0]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for g in summary.groups:
+        values = [c for r in rows if r.source == g.method and r.phase == g.phase
+                  and (c := r.judges[judge].cons_sem) is not None]
+        ax.hist(values, bins=10, range=(0, 1), alpha=0.4, label=f"{METHOD_LABELS[g.method]}, {g.phase} A2C")
+    ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
+    ax.set_ylabel("questions")
+    ax.set_title(f"{summary.name}: {summary.model} (no reference answers: no accuracy)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def plot_rejection(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
+    """Accuracy of the answers kept when the least consistent are rejected first, per metric, before A2C;
+    with the oracle and random baselines (what PRR compares)."""
+    plt = pyplot()
+    groups = signal_groups(rows, summary.judges, summary.entropy_judge)
+    fig, axes = plt.subplots(1, len(SOURCES), figsize=(5.5 * len(SOURCES), 4.2), squeeze=False)
+    for ax, source in zip(axes[0], SOURCES, strict=True):
+        ax.set_title(f"{METHOD_LABELS[source]}, before A2C", fontsize=9)
+        ax.set_xlabel("share of answers rejected (least consistent first)")
+        ax.set_ylabel("accuracy of the answers kept")
+        mine = {name: g for (name, s, phase), g in groups.items() if s == source and phase == "before"}
+        defined = {name: g for name, g in mine.items() if not g.undefined}
+        if not defined:
+            why = next((g.undefined for g in mine.values()), "no reference answers")
+            ax.text(0.5, 0.5, f"undefined: {why}", ha="center", va="center", transform=ax.transAxes)
+            continue
+        for name, g in defined.items():
+            ax.plot(*rejection_curve(g), label=name, linewidth=1.2)
+        first = next(iter(defined.values()))
+        ax.plot(*oracle_curve(first), linestyle="--", color="black", label="oracle")
+        ax.axhline(first.accurate.sum() / first.answers.sum(), linestyle=":", color="grey", label="random")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def _with_ci(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{value:.3f}"
+
+
+def signal_table(summary: QASummary) -> Table:
+    """AUROC and PRR of every consistency metric for predicting per-answer accuracy, with 95% intervals."""
+    rows = []
+    for item in summary.signal:
+        undefined = f"undefined ({item.undefined})" if item.undefined else None
+        auroc = undefined or _with_ci(item.auroc, item.auroc_ci)
+        prr = undefined or _with_ci(item.prr, item.prr_ci)
+        rows.append([item.metric, METHOD_LABELS[item.source], item.phase, f"{item.accurate} / {item.answers}",
+                     str(item.sets), auroc, prr])
+    return Table(["metric", "method", "phase", "accurate / answers", "sets", "AUROC [95% CI]",
+                  "PRR [95% CI]"], rows)
+
+
+def plot_correlations(names: list[str], matrix: np.ndarray) -> bytes:
+    """Figure 4 analogue (PNG): Spearman ρ between the metrics (and human labels when given)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(names), 0.6 + 0.6 * len(names)))
+    image = ax.imshow(np.nan_to_num(matrix), vmin=-1, vmax=1, cmap="coolwarm")
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    for a in range(len(names)):
+        for b in range(len(names)):
+            text = "–" if np.isnan(matrix[a, b]) else f"{matrix[a, b]:.2f}"
+            ax.text(b, a, text, ha="center", va="center", fontsize=7)
+    fig.colorbar(image, ax=ax, label="Spearman ρ")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+# -- the report -------------------------------------------------------------------------------------------
+
+def write_report(store: Store, human_labels: Path | None = None) -> str:
+    """(Re)write the tables (markdown + CSV), plots and report.md of a run; returns report.md's text."""
+    if not store.exists(SUMMARY.name) or not store.exists(METRICS.name):
+        raise ReportError(f"{store.where('')} has no metrics yet (summary.json, metrics.jsonl); "
+                          "run `a2c run` to the end first")
+    summary = read_summary(store, SUMMARY.name, hint=f"recompute it from the stored outputs: a2c report "
+                           f"{store.where('')} (or `a2c run CONFIG` again)")
+    rows = store.read_rows(METRICS)
+    with_refs, questions = summary.referenced, summary.counts.questions
+    main, accurate = before_after_table(summary), accurate_answers_table(summary)
+    if not with_refs:  # "accurate" means nothing without references: header only, no rows of n/a
+        accurate = Table(accurate.header, [])
+    counts, signal_rows = counts_table(summary), signal_table(summary)
+    store.write_text(TABLE_BEFORE_AFTER.name, main.csv())
+    store.write_text(TABLE_ACCURATE.name, accurate.csv())
+    store.write_text(COUNTS.name, counts.csv())
+    store.write_text(TABLE_SIGNAL.name, signal_rows.csv())
+
+    columns = metric_columns(rows, summary)
+    human_section = ""
+    if human_labels is not None:
+        labels = read_human_labels(human_labels)
+        rhos, kappa = human_agreement(rows, columns, labels)
+        human_section = ("\n## Agreement with human labels\n\n"
+                         + Table(["metric", "Spearman ρ with mean human label"],
+                                 [[k, fmt(v)] for k, v in rhos.items()]).markdown()
+                         + f"\n\nFleiss' κ among annotators: {fmt(kappa)}\n")
+        columns["Human"] = [float(np.mean([float(v) for v in lab])) if lab else None
+                            for lab in (labels.get((r.id, r.source, r.phase)) for r in rows)]
+    names, matrix = correlations(columns)
+    store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(rows, summary))
+    store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix))
+    store.write_bytes(PLOT_REJECTION.name, plot_rejection(rows, summary))
+
+    if not with_refs:
+        scope = "No question has reference answers, so there is no accuracy: consistency only.\n\n"
+    elif with_refs < questions:
+        scope = (f"Accuracy is scored on the {with_refs} of {questions} questions that have reference "
+                 "answers (the others have none: consistency and Ask-to-Choose only).\n\n")
+    else:
+        scope = ""
+    signal_section = (
+        "\n## Consistency as a signal of correctness\n\n"
+        + ("How well each consistency metric of a question's answers predicts whether an answer is accurate: "
+           "AUROC, and the prediction-rejection ratio (PRR; 1 = ranks like an oracle, 0 = chance), with "
+           f"seeded bootstrap 95% intervals over questions.\n\n{signal_rows.markdown()}\n"
+           f"\n![accuracy vs rejection]({PLOT_REJECTION.name})\n"
+           if with_refs else "Undefined: no question has reference answers.\n"))
+    # nothing here changes unless the run's outputs do (no wall time), so a rerun finds it as it wrote it
+    text = (f"# a2c report: {summary.name}\n\n"
+            f"Model `{summary.model}`, {questions} questions.\n\n"
+            "## Before → after Ask-to-Choose\n\n" + scope
+            + ("Accuracy columns are the share of answers closer to a correct than to an incorrect "
+               "reference; " if with_refs else "")
+            + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent).\n\n"
+            + main.markdown()
+            + ("\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
+               if with_refs else "")
+            + "\n" + signal_section
+            + "\n## Counts\n\n" + counts.markdown() + "\n" + human_section
+            + f"\n![accuracy vs consistency]({PLOT_ACCURACY.name})\n"
+            + f"\n![metric correlations]({PLOT_CORRELATIONS.name})\n")
+    store.write_text(REPORT.name, text)
+    return text

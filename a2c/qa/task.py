@@ -1,0 +1,44 @@
+"""The QA task's entry in the task registry (`a2c.tasks`): the paper's pipeline, the default task."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from a2c.data import QARecord, load_records
+from a2c.qa.config import ExperimentConfig
+from a2c.qa.report import write_report
+from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
+from a2c.qa.stages import METRICS_STAGE, STAGES, qa_context
+from a2c.qa.summary import QASummary, read_summary
+from a2c.store import Store
+from a2c.tasks import TaskSpec
+
+
+def load_data(config: ExperimentConfig) -> list[QARecord]:
+    """The config's questions (the first `limit`), every row read and checked (columns, references)."""
+    data = config.dataset
+    return load_records(data.name, data.path, config.limit, encoding=data.encoding, **data.settings())
+
+
+def _summary(store: Store) -> QASummary:
+    return read_summary(store, SUMMARY.name, hint=f"recompute it from the stored outputs: a2c report "
+                        f"{store.where('')}")
+
+
+def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
+    """A metric row as one flat dict (`<judge>_cons_sem`, `<similarity>_acc`, ...); a question without
+    references has no accuracy keys (absent, not zero)."""
+    flat: dict[str, Any] = {"id": row.id, "question": questions.get(row.id), "source": row.source,
+                            "phase": row.phase, "n": row.n, "n_accurate": row.n_accurate,
+                            "cons_lex": row.cons_lex}
+    for judge, scores in row.judges.items():
+        flat.update({f"{judge}_{k}": v for k, v in asdict(scores).items()})
+    for sim, acc in row.accuracy.items():
+        flat.update({f"{sim}_{k}": getattr(acc, k) if acc else None for k in Accuracy.model_fields})
+    return flat
+
+
+TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, context=qa_context, stages=STAGES,
+                rescore=(METRICS_STAGE,), summary=SUMMARY, read_summary=_summary, write_report=write_report,
+                metrics=METRICS, flatten=flatten)

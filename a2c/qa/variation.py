@@ -1,0 +1,62 @@
+"""Sources of variation of a QA run (SPEC §1): cross-temperature samples and long → short answers.
+
+(The paraphrases are `a2c.paraphrase`.) Every call builds its requests for all questions at once and makes
+one `generate` call, so the backend can batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from a2c.llm.base import GenerationRequest, Generator
+from a2c.prompts import load_template
+from a2c.seeds import stable_seed
+
+
+@dataclass(frozen=True)
+class AnswerTask:
+    question: str
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    long: str
+    short: str
+
+
+def temperature_tasks(questions: Sequence[str], temperatures: Sequence[float], *, top_p: float = 0.95,
+                      samples: int = 1, seed: int = 0) -> list[AnswerTask]:
+    """Tasks question-major, then temperature, then sample; each seed depends only on
+    (seed, question, temperature, sample index), so adding questions or temperatures changes no old sample."""
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    if not temperatures:
+        raise ValueError("temperatures must not be empty")
+    return [AnswerTask(q, float(t), top_p, stable_seed(seed, q, float(t), i, bits=31))
+            for q in questions for t in temperatures for i in range(samples)]
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
+
+
+def answer(generator: Generator, tasks: Sequence[AnswerTask], *, long_max_tokens: int = 96,
+           short_max_tokens: int = 16, long_template: str = "long_answer",
+           short_template: str = "answer") -> list[Answer]:
+    """Long answers (one batched call, each task's own sampling), then short answers extracted greedily
+    from them with the few-shot answer prompt (a second batched call). A short answer is the reply's
+    first line, so its generation stops at the first newline instead of running on (a reply that opens
+    with a newline — none in 3,154 SmolLM2 replies — gives an empty short answer, which the judges handle)."""
+    long_tmpl, short_tmpl = load_template(long_template), load_template(short_template)
+    longs = [g.text.strip() for g in generator.generate([
+        GenerationRequest(messages=long_tmpl.messages(question=t.question), temperature=t.temperature,
+                          top_p=t.top_p, seed=t.seed, max_tokens=long_max_tokens) for t in tasks])]
+    shorts = [_first_line(g.text) for g in generator.generate([
+        GenerationRequest(messages=short_tmpl.messages(context=long, question=t.question), temperature=0.0,
+                          max_tokens=short_max_tokens, stop=("\n",))
+        for t, long in zip(tasks, longs, strict=True)])]
+    return [Answer(long, short) for long, short in zip(longs, shorts, strict=True)]

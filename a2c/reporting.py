@@ -1,0 +1,64 @@
+"""Building blocks of every task's report: tables (markdown and CSV), number formats, figures as PNG bytes.
+
+Task-neutral, so the QA and classification reports (and the run viewer) draw tables the same way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from a2c.errors import A2CError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+class ReportError(A2CError):
+    """A folder that is not a finished run (no metrics yet), or a malformed human labels file."""
+
+
+def fmt(value: float | None) -> str:
+    """A metric as tables print it: 3 decimals, `n/a` when undefined."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+    def markdown(self) -> str:
+        lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        # a `|` inside a cell (a label, a CALM symbol) would end the cell
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(self.header)
+        writer.writerows(self.rows)
+        return out.getvalue()
+
+
+def png_bytes(fig: Figure) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+

@@ -1,0 +1,89 @@
+"""The task registry: what a config's `task` runs, and how a config file becomes a task's config.
+
+A task (a wing: `a2c.qa`, `a2c.classification`) registers one `TaskSpec`: its config model, how its data is
+read through at load, its stages and their context, the summary model its metrics stage writes, the stages
+`a2c report` re-runs and how its report is drawn. `a2c run`, `a2c report`, `a2c.run_experiment` and config
+dispatch all go through it, so the runner knows no task. Entries are lazy (`"module:attr"`): reading a
+config imports only its own task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from a2c.config import ConfigError, RunConfig, _node_line, validate_config
+from a2c.files import parse_yaml, read_text
+from a2c.registry import Registry, UnknownNameError
+from a2c.runfiles import RowsFile, RunFile
+from a2c.stage import RunContext, Stage
+from a2c.store import Store
+
+C = TypeVar("C", bound=RunConfig)
+DEFAULT_TASK = "qa"  # the paper's pipeline, when a config names no task
+
+
+@dataclass(frozen=True)
+class TaskSpec(Generic[C]):
+    """Everything the runner needs of a task."""
+
+    name: str
+    config: type[C]
+    # reads the config's data through (every row checked) and returns it: a bad file fails at load
+    load_data: Callable[[C], Any]
+    context: Callable[[C, Store, Any], RunContext[C]]  # (config, store, data) → the stages' context
+    stages: tuple[Stage[Any], ...]
+    rescore: tuple[Stage[Any], ...]  # re-run by `a2c report` from stored outputs (no generation)
+    summary: RunFile
+    read_summary: Callable[[Store], BaseModel]  # the typed summary (refuses an older one with a hint)
+    write_report: Callable[[Store, Path | None], str]  # (store, human labels CSV) → report.md text
+    metrics: RowsFile[Any] | None = None  # per-item metric rows, where the task has them
+    # a metric row as one flat dict (`RunResult.records`, `to_pandas`); None: the task has no such rows
+    flatten: Callable[[Any, dict[str, str]], dict[str, Any]] | None = None
+
+    def make_context(self, config: C, store: Store, *, progress: bool) -> RunContext[C]:
+        ctx = self.context(config, store, self.load_data(config))
+        ctx.progress = progress
+        return ctx
+
+
+TASKS: Registry[TaskSpec[Any]] = Registry("task", base=TaskSpec)
+TASKS.register_lazy("qa", "a2c.qa.task:TASK")
+TASKS.register_lazy("classification", "a2c.classification.task:TASK")
+
+
+def task_of(config: RunConfig) -> TaskSpec[Any]:
+    return TASKS.get(config.task)
+
+
+def parse_config(text: str, source: str = "<config>") -> RunConfig:
+    """Validate config text; every problem is reported as `file:line: key: message`. The top-level `task`
+    key picks the task's config model (`qa` when absent)."""
+    data, root = parse_yaml(text, source, ConfigError)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings at the top level")
+    name = data.get("task", DEFAULT_TASK)
+    try:
+        task = TASKS.get(str(name))
+    except UnknownNameError as exc:
+        line = _node_line(root, ("task",))
+        raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None
+    return validate_config(task.config, data, root, source)
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """A config file, validated, and its local data file read through (encoding, columns, every row):
+    a bad config or data file fails here, before a run folder, a cache or a model is touched."""
+    path = Path(path)
+    text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
+    config = parse_config(text, str(path))
+    task_of(config).load_data(config)
+    return config
+
+
+def task_names() -> Sequence[str]:
+    return TASKS.names()

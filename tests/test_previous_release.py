@@ -1,0 +1,72 @@
+"""A run folder written by the previous release (a2c 0.1 before the wings: untyped summary.json, no
+schema_version) is reused or refused, never a KeyError. The fixture folder was written by that release's
+own code on the scripted backend (`tests/fixtures/previous_release/previous.yaml`); its PNGs were left out.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from a2c.pipeline import run_experiment
+from a2c.qa.summary import OldSummaryError, QASummary
+from a2c.tasks import load_config
+
+FIXTURE = Path(__file__).parent / "fixtures" / "previous_release"
+
+
+@pytest.fixture
+def old_run(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path / "old")
+    return tmp_path / "old"
+
+
+def _a2c(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "a2c", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_the_fixture_is_an_old_summary():
+    data = json.loads((FIXTURE / "run" / "summary.json").read_text())
+    assert "schema_version" not in data and "unparsed_paraphrase" in data["counts"]
+
+
+def test_report_without_rescoring_refuses_an_old_summary_in_one_line(old_run):
+    done = _a2c("report", "run", "--no-rescore", cwd=old_run)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "written by an older a2c (no schema_version)" in lines[0] and "Traceback" not in done.stderr
+    assert "a2c report" in done.stderr  # how to recompute it
+
+
+def test_report_recomputes_the_summary_from_the_stored_outputs(old_run):
+    old_metrics = (old_run / "run" / "metrics.jsonl").read_text()
+    done = _a2c("report", "run", cwd=old_run)
+    assert done.returncode == 0, done.stderr
+    summary = QASummary.model_validate_json((old_run / "run" / "summary.json").read_text())
+    assert summary.schema_version == 2 and summary.counts.questions == 3
+    # the rescored per-question rows equal what the previous release wrote for the same outputs
+    assert (old_run / "run" / "metrics.jsonl").read_text() == old_metrics
+
+
+def test_run_reuses_every_generating_stage_and_recomputes_the_metrics(old_run):
+    config = load_config(old_run / "previous.yaml").model_copy(update={"output": str(old_run / "run")})
+    result = run_experiment(config, progress=False)
+    ran = [name for name, stats in result.stages.items() if not stats.skipped]
+    assert ran == ["metrics", "report"]
+    assert result.stages["metrics"].why.startswith("config changed: summary_schema")
+    assert sum(s.generated for s in result.stages.values()) == 0  # not one model call
+    assert isinstance(result.summary, QASummary) and result.summary.counts.questions == 3
+
+
+def test_reading_an_old_summary_directly_is_a_clear_error(old_run):
+    from a2c.qa.task import TASK
+    from a2c.store import RunFolder
+
+    with pytest.raises(OldSummaryError, match="older a2c"):
+        TASK.read_summary(RunFolder(old_run / "run"))

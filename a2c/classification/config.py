@@ -88,6 +88,10 @@ class LabelingConfig(_Strict):
     indicators: tuple[str, str] = ("Premise", "Hypothesis")  # sentence-type indicators of a pair input
     text_indicator: str = "Text"  # of a single-text input
     separator: str = ":"
+    # contextual calibration (Zhao et al. 2021) against the prompt's label probabilities for content-free
+    # inputs; `none` keeps the published settings' labels
+    calibration: Literal["none", "content_free"] = "none"
+    content_free_inputs: list[str] = Field(default_factory=lambda: ["N/A"], min_length=1)
 
     @field_validator("template")
     @classmethod
@@ -99,6 +103,12 @@ class LabelingConfig(_Strict):
             raise ValueError(f"template {template!r} must take the fields labels and input, takes "
                              f"{sorted(fields)}")
         return template
+
+    @model_validator(mode="after")
+    def _calibration_reads_logprobs(self) -> LabelingConfig:
+        if self.calibration == "content_free" and self.logprobs < 1:
+            raise ValueError("calibration: content_free weighs label log-probabilities; set logprobs >= 1")
+        return self
 
 
 class ParaphrasticConfig(_Strict):

@@ -38,6 +38,14 @@ def render(item: ClassificationItem, config: ClassificationConfig) -> str:
     return pair_input(item.field("premise"), item.field("hypothesis"), lab.indicators, lab.separator)
 
 
+def content_free_input(filler: str, config: ClassificationConfig) -> str:
+    """A content-free input for contextual calibration: every text field holds `filler` ("N/A"), rendered as
+    the items are, so it differs from them only in content."""
+    blank = ClassificationItem(id="content-free", label=config.dataset.labels[0], text=filler, premise=filler,
+                               hypothesis=filler)
+    return render(blank, config)
+
+
 def _row(item: ClassificationItem, kind: str, slot: int, variant: str | None, text: str,
          gold: str | None = None) -> InputRow:
     return InputRow(key=f"{item.id}|{kind}|{slot}", item=item.id, kind=kind, slot=slot, variant=variant,

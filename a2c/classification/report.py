@@ -102,6 +102,12 @@ def render_report(summary: Summary) -> str:
     methods = ", ".join(f"{k}: {v}" for k, v in summary.read_methods.items())
     lines.append(f"Labels read from — {methods}. An unparsed reply named no label; it is counted, never "
                  "guessed.")
+    given = ", ".join(f"{label}: {n}" for label, n in summary.label_counts.items())
+    lines += ["", f"Labels given — {given}."]
+    cf = summary.content_free
+    lines.append("Calibration: none." if cf is None else
+                 "Calibration: contextual (Zhao et al. 2021), label probabilities divided by those of "
+                 "the content-free input(s): " + ", ".join(f"{k} {v:.3f}" for k, v in cf.items()) + ".")
     lines.append("")
     for kind, counts in summary.rewrites.items():
         problems = ", ".join(f"{k}: {v}" for k, v in counts.items() if k not in ("written", "failed"))

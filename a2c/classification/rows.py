@@ -44,7 +44,9 @@ class LabelRow(Row):
     reply: str
     label: str | None
     method: Literal["logprobs", "text", "unparsed"]
-    probabilities: dict[str, float]
+    probabilities: dict[str, float]  # the model's own, over the labels (logprobs only)
+    # the content-free probabilities `label` was calibrated against; None: not calibrated
+    content_free: dict[str, float] | None = None
 
 
 REWRITES = RowsFile("rewrites.jsonl", RewriteRow)

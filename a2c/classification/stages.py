@@ -14,8 +14,8 @@ from pathlib import Path
 
 from a2c.classification.config import ClassificationConfig
 from a2c.classification.data import ClassificationItem
-from a2c.classification.labeling import label_inputs
-from a2c.classification.perturbations import build_inputs
+from a2c.classification.labeling import content_free_probabilities, label_inputs
+from a2c.classification.perturbations import build_inputs, content_free_input
 from a2c.classification.report import render_report
 from a2c.classification.rewrite import negate_sentences, paraphrase_sentences
 from a2c.classification.rows import INPUTS, LABELS, REPORT, REWRITES, SUMMARY, InputRow, LabelRow, RewriteRow
@@ -67,7 +67,10 @@ def label_slice(config: ClassificationConfig) -> Slice:
     return {"generator": generator_slice(config.generator),
             "template": [t.system, [list(e) for e in t.examples], t.user],
             "words": [config.dataset.word(label) for label in config.dataset.labels],
-            **config.labeling.model_dump(include={"max_tokens", "logprobs"})}
+            **config.labeling.model_dump(include={"max_tokens", "logprobs"}),
+            # only when on, so runs made before calibration existed keep their key
+            **({"calibration": config.labeling.model_dump(include={"calibration", "content_free_inputs"})}
+               if config.labeling.calibration != "none" else {})}
 
 
 def metrics_slice(config: ClassificationConfig) -> Slice:
@@ -118,21 +121,27 @@ def run_perturb(ctx: ClassificationContext, stats: StageStats) -> None:
 
 
 def run_label(ctx: ClassificationContext, stats: StageStats) -> None:
-    """The model's label for every input: greedy, one batched call per chunk of items."""
-    config = ctx.config
+    """The model's label for every input: greedy, one batched call per chunk of items. Calibrated labels
+    first take one call for the content-free inputs: every input shares the one labelling prompt."""
+    config, lab = ctx.config, ctx.config.labeling
     by_item: dict[str, list[InputRow]] = {}
     for row in ctx.store.read_rows(INPUTS):
         by_item.setdefault(row.item, []).append(row)
     words = {label: config.dataset.word(label) for label in config.dataset.labels}
+    content_free = None
+    if lab.calibration == "content_free":
+        content_free = content_free_probabilities(
+            ctx.generator, [content_free_input(filler, config) for filler in lab.content_free_inputs], words,
+            template=lab.template, max_tokens=lab.max_tokens, logprobs=lab.logprobs)
     rows: list[LabelRow] = []
     for chunk in ctx.chunks("label", list(by_item.values())):
         inputs = [row for per_item in chunk for row in per_item]
-        labeled = label_inputs(ctx.generator, [row.text for row in inputs], words,
-                               template=config.labeling.template, max_tokens=config.labeling.max_tokens,
-                               logprobs=config.labeling.logprobs)
+        labeled = label_inputs(ctx.generator, [row.text for row in inputs], words, template=lab.template,
+                               max_tokens=lab.max_tokens, logprobs=lab.logprobs, content_free=content_free)
         rows += [LabelRow(key=row.key, item=row.item, kind=row.kind, slot=row.slot, reply=done.reply,
                           label=done.reading.label, method=done.reading.method,
-                          probabilities=done.reading.probabilities)
+                          probabilities=done.reading.probabilities,
+                          content_free=content_free if done.reading.method == "logprobs" else None)
                  for row, done in zip(inputs, labeled, strict=True)]
     ctx.store.write_rows(LABELS, rows)
 

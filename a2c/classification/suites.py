@@ -263,6 +263,8 @@ class Summary(BaseModel):
     paraphrastic: ParaphrasticSuite | None
     becel: BecelSuite | None
     calm: CalmSuite | None
+    label_counts: dict[str, int]  # over every input, in label-set order, then "unparsed"
+    content_free: dict[str, float] | None  # what the labels were calibrated against; None: not calibrated
 
 
 def summarize(config: ClassificationConfig, items: Sequence[ClassificationItem], inputs: Sequence[InputRow],
@@ -285,10 +287,14 @@ def summarize(config: ClassificationConfig, items: Sequence[ClassificationItem],
             counts["failed"] += 1
             counts[row.problem or "failed"] = counts.get(row.problem or "failed", 0) + 1
     pairs = config.dataset.input == "pair"
+    given = Counter(row.label or "unparsed" for row in labels)
+    label_counts = {label: given[label] for label in [*config.dataset.labels, "unparsed"]}
+    content_free = next((row.content_free for row in labels if row.content_free is not None), None)
     return Summary(
         name=config.name, model=config.generator.model, items=len(originals), derived_items=len(derived),
         kinds=kinds, read_methods=dict(Counter(row.method for row in labels)), rewrites=written,
         contrast=contrast_suite(originals, preds) if suites.contrast.enabled else None,
         paraphrastic=paraphrastic_suite(originals, preds) if suites.paraphrastic.enabled else None,
         becel=becel_suite(originals, derived, preds) if suites.becel.enabled else None,
-        calm=calm_suite(originals, preds, config) if suites.calm.enabled and pairs else None)
+        calm=calm_suite(originals, preds, config) if suites.calm.enabled and pairs else None,
+        label_counts=label_counts, content_free=content_free)

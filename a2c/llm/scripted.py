@@ -5,11 +5,16 @@ with replies (sets before/after A2C, accurate masks, counts, resume, reuse) run 
 predict each reply. The model name is the script: `scripted` replies with one of "1", "2", "3";
 `scripted:Yes|No` with one of "Yes", "No". A greedy request's reply depends on its prompt alone; a
 sampled one's also on its seed and temperature, so samples differ the way real ones do.
+
+Asked for log-probabilities, `scripted` puts all the mass on its reply (a fully confident model);
+`scripted-spread:…` spreads it over every scripted reply (`spread_logprobs`), so code that weighs label
+probabilities against each other (contextual calibration) has something to weigh.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 
 from a2c.llm.base import Completion, GenerationRequest
@@ -37,6 +42,18 @@ def scripted_reply(request: GenerationRequest, replies: Sequence[str]) -> str:
     return text[:min(cuts)] if cuts else text
 
 
+def spread_logprobs(request: GenerationRequest, reply: str, replies: Sequence[str]) -> dict[str, float]:
+    """First-position log-probabilities of `scripted-spread`: the reply has weight 2 and every other scripted
+    reply a weight in (0, 1] from a hash of the prompt, normalised. The reply is always the most probable;
+    how much the others get varies from prompt to prompt, as with a real model."""
+    prompt = request.prompt if request.prompt is not None else flatten(request.messages or ())
+    digest = hashlib.sha256(repr(("spread", prompt)).encode()).digest()
+    weights = {text: (1 + digest[k % len(digest)]) / 256 for k, text in enumerate(replies) if text != reply}
+    weights[reply] = 2.0
+    total = sum(weights.values())
+    return {text: math.log(w / total) for text, w in weights.items()}
+
+
 class ScriptedBackend:
     backend = "scripted"
     truncates_to = None  # no context to overflow
@@ -44,13 +61,16 @@ class ScriptedBackend:
     def __init__(self, model: str) -> None:
         self.model = model
         self.replies = script_replies(model)
+        self.spread = model.partition(":")[0] == "scripted-spread"
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         done = []
         for j, job in enumerate(jobs):
             text = scripted_reply(job, self.replies)
-            # one "token" per reply: log-probabilities give the reply all the mass, as a confident model
-            logprobs = [{text: 0.0}] if job.logprobs is not None and text else None
+            # one "token" per reply, carrying all the mass (or, spread, the most)
+            logprobs = None
+            if job.logprobs is not None and text:
+                logprobs = [spread_logprobs(job, text, self.replies) if self.spread else {text: 0.0}]
             prompt = job.prompt if job.prompt is not None else flatten(job.messages or ())
             done.append((j, SampleResult(Completion(text, "stop", 1, logprobs), len(prompt.split()))))
         emit(done)

@@ -13,6 +13,7 @@ from a2c.metrics.becel import (
     symmetric_inconsistency,
     transitive_inconsistency,
 )
+from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.calm import (
     DEFAULT_INDICATORS,
     DEFAULT_SIGNAL_SYMBOLS,
@@ -43,16 +44,32 @@ from a2c.metrics.paraphrastic import (
     proportion_of_variance_attributable_to_paraphrasing,
     variance_attributable_to_paraphrasing,
 )
+from a2c.metrics.selection import expected_random_accuracy, majority_cluster_index, medoid_index
 from a2c.metrics.sets import JudgeScores, judge_scores
+from a2c.metrics.uncertainty import (
+    UNCERTAINTY_MEASURES,
+    Measure,
+    degree_confidence,
+    degree_uncertainty,
+    eccentricity,
+    eccentricity_confidence,
+    eigval_laplacian,
+    kernel_language_entropy,
+    nli_weights,
+    num_semantic_sets,
+)
 
 __all__ = [
     "DEFAULT_INDICATORS",
     "DEFAULT_SIGNAL_SYMBOLS",
+    "UNCERTAINTY_MEASURES",
     "ContrastCounts",
     "ContrastSetScores",
     "IndicatorPair",
     "InvalidCountsError",
     "JudgeScores",
+    "Measure",
+    "PairedDifference",
     "TruthfulQAScores",
     "additive_inconsistency",
     "conditional_inconsistency",
@@ -62,11 +79,23 @@ __all__ = [
     "consistency_distribution",
     "contrast_set_scores",
     "cumulative_mass",
+    "degree_confidence",
+    "degree_uncertainty",
+    "eccentricity",
+    "eccentricity_confidence",
+    "eigval_laplacian",
+    "expected_random_accuracy",
     "fleiss_kappa",
     "judge_scores",
+    "kernel_language_entropy",
+    "majority_cluster_index",
     "mean_defined",
+    "medoid_index",
     "min_paraphrastic_consistency",
     "negational_inconsistency",
+    "nli_weights",
+    "num_semantic_sets",
+    "paired_difference_ci",
     "paraphrastic_accuracy",
     "paraphrastic_consistency",
     "parse_indicator_pair",

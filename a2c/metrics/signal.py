@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from a2c.metrics.bootstrap import percentile_interval, resample_counts
+
 BOOTSTRAP = 1000  # replicates for the intervals
 LEVEL = 0.95
-_CHUNK = 256  # replicates per numpy pass: bounds memory on large datasets
 
 
 def undefined_reason(answers: int, accurate: int) -> str | None:
@@ -180,25 +181,13 @@ class Signal:
     seed: int
 
 
-def _interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
-    values = values[np.isfinite(values)]
-    if len(values) < 2:
-        return None
-    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
-
-
 def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0
               ) -> tuple[np.ndarray, np.ndarray]:
     """AUROC and PRR of `replicates` resamples of the sets (with replacement); NaN where a resample is
     undefined (only internally: callers get intervals over the defined ones)."""
     group, scores = groups.ordered()
-    rng = np.random.default_rng(seed)
-    n_sets = len(groups.scores)
     aurocs, prrs = [], []
-    for start in range(0, replicates, _CHUNK):
-        size = min(_CHUNK, replicates - start)
-        counts = rng.multinomial(n_sets, np.full(n_sets, 1.0 / n_sets), size=size).astype(np.float64)
+    for counts in resample_counts(len(groups.scores), replicates, seed):
         pos = _group_sums(counts * groups.accurate, group, len(scores))
         total = _group_sums(counts * groups.answers, group, len(scores))
         defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
@@ -214,5 +203,6 @@ def signal(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0, level:
     if why:
         return Signal(sets, answers, accurate, None, None, None, None, why, replicates, seed)
     aurocs, prrs = bootstrap(groups, replicates=replicates, seed=seed)
-    return Signal(sets, answers, accurate, auroc(groups), _interval(aurocs, level),
-                  prediction_rejection_ratio(groups), _interval(prrs, level), None, replicates, seed)
+    return Signal(sets, answers, accurate, auroc(groups), percentile_interval(aurocs, level),
+                  prediction_rejection_ratio(groups), percentile_interval(prrs, level), None,
+                  replicates, seed)

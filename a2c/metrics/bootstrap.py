@@ -1,0 +1,95 @@
+"""Seeded percentile bootstrap: the one resampling helper of a2c.metrics, and the paired-difference interval.
+
+Resamples are drawn as *counts*: row r of a replicates × n matrix says how often each of the n units
+(questions, sets, pairs) is drawn in resample r, each row summing to n (a multinomial draw, which is what
+n draws with replacement are). A resample's total of any per-unit quantity is then one matrix product,
+so every replicate is computed in one numpy pass; chunks of rows bound the memory on large datasets.
+`a2c.metrics.signal` resamples its sets through the same helper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+CHUNK = 256  # resamples per numpy pass
+
+
+def resample_counts(n: int, replicates: int, seed: int, *, chunk: int = CHUNK) -> Iterator[np.ndarray]:
+    """Chunks (≤ chunk rows × n, float) of bootstrap resamples of n units as draw counts; seeded, so the
+    same arguments give the same resamples."""
+    rng = np.random.default_rng(seed)
+    uniform = np.full(n, 1.0 / n)
+    for start in range(0, replicates, chunk):
+        yield rng.multinomial(n, uniform, size=min(chunk, replicates - start)).astype(np.float64)
+
+
+def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The central `level` percentile interval of the finite replicate values; None below two."""
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return None
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Mean of after − before over the pairs, with its percentile bootstrap interval.
+
+    Undefined below two pairs: `mean_difference`, `low` and `high` are then all None (never NaN) and the
+    interval excludes nothing."""
+
+    n: int
+    dropped: int  # pairs left out because a side was None or NaN
+    mean_difference: float | None
+    low: float | None
+    high: float | None
+    level: float
+    resamples: int
+    seed: int
+
+    @property
+    def defined(self) -> bool:
+        return self.mean_difference is not None
+
+    @property
+    def excludes_zero(self) -> bool:
+        """The interval lies entirely above or below 0: a difference at this level."""
+        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
+
+
+def _missing(value: float | None) -> bool:
+    return value is None or math.isnan(value)
+
+
+def paired_difference_ci(before: Sequence[float | None], after: Sequence[float | None], *,
+                         resamples: int = 2000, seed: int = 0, level: float = 0.95) -> PairedDifference:
+    """Paired bootstrap of the mean difference after − before (e.g. a metric per question, without and with
+    A2C): pairs are resampled together, so what the two sides share cancels out.
+
+    Pairs with a None or NaN on either side are dropped and counted (`dropped`), as `mean_defined` skips
+    undefined items; infinite values are refused."""
+    if len(before) != len(after):
+        raise ValueError(f"paired values differ in length: {len(before)} vs {len(after)}")
+    if resamples < 2:
+        raise ValueError(f"resamples must be at least 2 (an interval needs two), got {resamples}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    kept = [(float(b), float(a)) for b, a in zip(before, after, strict=True)
+            if not (_missing(b) or _missing(a))]
+    dropped = len(before) - len(kept)
+    n = len(kept)
+    if n < 2:
+        return PairedDifference(n, dropped, None, None, None, level, resamples, seed)
+    pairs = np.array(kept)
+    if not np.isfinite(pairs).all():
+        raise ValueError("paired values must be finite (undefined items are None or NaN)")
+    diff = pairs[:, 1] - pairs[:, 0]
+    means = np.concatenate([counts @ diff / n for counts in resample_counts(n, resamples, seed)])
+    interval = percentile_interval(means, level)
+    assert interval is not None  # at least two resample means, all finite
+    return PairedDifference(n, dropped, math.fsum(diff) / n, *interval, level, resamples, seed)

@@ -1,0 +1,234 @@
+"""Black-box uncertainty of one answer set from its pairwise similarities (graph measures).
+
+Lin, Trivedi & Sun 2023, "Generating with Confidence": the n answers of a question are the nodes of a
+graph whose edge weights are the judge's similarities. Symmetrised to W = (S + Sᵀ)/2 (a directional judge
+scores both orders), with degrees d_j = Σ_k W_jk (the diagonal, an answer's similarity to itself, counts,
+as in the paper and LM-Polygraph) and the normalised Laplacian L = I − D^{-1/2} W D^{-1/2}:
+
+- U_NumSet: the number of semantic sets, connected components of the "equivalent both ways" graph.
+- U_EigV = Σ_k max(0, 1 − λ_k) over L's eigenvalues: a continuous number of sets (1 … n).
+- U_Deg = trace(nI − D)/n² = 1 − mean(d)/n, and per answer C_Deg(j) = d_j/n.
+- U_Ecc: answer j is embedded as v_j, its row of L's eigenvectors whose eigenvalue is below a threshold
+  (LM-Polygraph's way of picking the paper's k smallest, default 0.9); U_Ecc = ‖[v_j − v̄]_j‖ (Frobenius,
+  as LM-Polygraph), and per answer C_Ecc(j) = −‖v_j − v̄‖.
+
+Nikitin et al. 2024, "Kernel Language Entropy": the von Neumann entropy of the heat kernel exp(−t·L) of a
+weight graph, L = D − W the combinatorial Laplacian, scaled by log n to [0, 1]. `nli_weights` builds W
+from NLI probabilities as LM-Polygraph does (entailment 1, neutral ½, contradiction 0).
+
+Sign convention: `UNCERTAINTY_MEASURES` declares for every measure whether higher means *less* confident
+("uncertainty") or *more* ("confidence"), the statistic it needs and whether it gives one value per set
+or per answer; `Measure.as_confidence` turns any of them into "higher = more confident".
+
+Inputs are validated (square, finite, similarities in [0, 1]) with a ValueError; sets of fewer than two
+answers are undefined and give None, as the other set metrics (`a2c.metrics.consistency`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+
+ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
+KLE_TIME = 0.3  # LM-Polygraph's heat-kernel time t (its default, from the KLE paper)
+_ZERO_EIGENVALUE = 1e-8  # LM-Polygraph drops smaller density eigenvalues from the entropy sum (0·log 0)
+_NEUTRAL_SLACK = 1e-6  # entailment + contradiction may exceed 1 by this much (softmax rounding)
+
+
+def _square(matrix: object, name: str) -> np.ndarray:
+    arr = np.asarray(matrix)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be a square n×n matrix, got shape {arr.shape}")
+    return arr
+
+
+def _unit_interval(matrix: object, name: str) -> np.ndarray:
+    """A square float matrix with entries in [0, 1] (what every judge returns)."""
+    arr = _square(matrix, name)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must hold numbers in [0, 1], got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    if arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
+        raise ValueError(f"{name} entries must lie in [0, 1], got {arr.min():.4g} … {arr.max():.4g}")
+    return arr
+
+
+def _symmetric(similarity: object, name: str = "similarity matrix") -> np.ndarray | None:
+    """W = (S + Sᵀ)/2, or None below two answers."""
+    arr = _unit_interval(similarity, name)
+    if arr.shape[0] < 2:
+        return None
+    return (arr + arr.T) / 2
+
+
+def _normalized_laplacian(weights: np.ndarray) -> np.ndarray:
+    degrees = weights.sum(axis=1)
+    if (degrees <= 0).any():
+        j = int(np.argmin(degrees))
+        raise ValueError(f"answer {j} has similarity 0 to every answer, itself included: the normalised "
+                         "Laplacian needs a positive degree (judges put 1 on the diagonal)")
+    scale = 1.0 / np.sqrt(degrees)
+    return np.eye(len(weights)) - scale[:, None] * weights * scale[None, :]
+
+
+def _check_threshold(threshold: float) -> None:
+    if not (0.0 < threshold <= 2.0):
+        raise ValueError(f"threshold must be in (0, 2] (normalised Laplacian eigenvalues lie in [0, 2]), "
+                         f"got {threshold}")
+
+
+def num_semantic_sets(equivalent: object) -> int | None:
+    """U_NumSet: connected components of the graph where i ~ j when [i, j] and [j, i] both hold.
+
+    Connected components as in the paper and LM-Polygraph, so a chain a ~ b ~ c is one set even when
+    a ≁ c; `semantic_clusters` (representative-based) keeps such chains apart and can count more sets.
+    """
+    arr = _square(equivalent, "equivalence matrix")
+    if arr.dtype != np.bool_:
+        if not np.issubdtype(arr.dtype, np.number) or not np.isin(arr, (0, 1)).all():
+            raise ValueError("equivalence matrix must be boolean (or 0/1)")
+        arr = arr.astype(bool)
+    if arr.shape[0] < 2:
+        return None
+    count, _ = connected_components(arr & arr.T, directed=False)
+    return int(count)
+
+
+def eigval_laplacian(similarity: object) -> float | None:
+    """U_EigV = Σ_k max(0, 1 − λ_k) over the normalised Laplacian's eigenvalues (1 = one meaning, n = all
+    different); the clip at 0 is the paper's and LM-Polygraph's."""
+    weights = _symmetric(similarity)
+    if weights is None:
+        return None
+    eigenvalues = np.linalg.eigvalsh(_normalized_laplacian(weights))
+    return float(np.clip(1.0 - eigenvalues, 0.0, None).sum())
+
+
+def degree_uncertainty(similarity: object) -> float | None:
+    """U_Deg = trace(nI − D)/n² = 1 − mean degree/n: 0 when all answers agree fully, (n−1)/n when none do."""
+    weights = _symmetric(similarity)
+    if weights is None:
+        return None
+    n = len(weights)
+    return float((n * n - weights.sum()) / (n * n))
+
+
+def degree_confidence(similarity: object) -> np.ndarray | None:
+    """C_Deg(j) = D_jj/n per answer: its mean similarity to all n answers, itself included."""
+    weights = _symmetric(similarity)
+    if weights is None:
+        return None
+    return weights.sum(axis=1) / len(weights)
+
+
+def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | None:
+    """Rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below `threshold`.
+
+    The eigenvalue 0 is always kept, so the embedding is never empty. A norm of centred rows does not
+    depend on the sign or on the basis eigh picks inside a repeated eigenvalue (all of it is kept or
+    dropped), so the values are well defined."""
+    _check_threshold(threshold)
+    weights = _symmetric(similarity)
+    if weights is None:
+        return None
+    eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
+    kept = eigenvectors[:, eigenvalues < threshold]
+    return kept - kept.mean(axis=0)
+
+
+def eccentricity(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD) -> float | None:
+    """U_Ecc: Frobenius norm of the centred eigenvector embedding (0 = all answers at one point; at most
+    √(n−1), reached when no two answers are similar)."""
+    centred = _centred_embedding(similarity, threshold)
+    return None if centred is None else float(np.linalg.norm(centred))
+
+
+def eccentricity_confidence(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD
+                            ) -> np.ndarray | None:
+    """C_Ecc(j) = −‖v_j − v̄‖ per answer: answers near the centre of the embedding are more confident."""
+    centred = _centred_embedding(similarity, threshold)
+    return None if centred is None else -np.linalg.norm(centred, axis=1)
+
+
+def nli_weights(entail: object, contra: object) -> np.ndarray:
+    """KLE's weight graph from NLI probabilities, as LM-Polygraph: W = P_e + ½·P_n with P_n = 1 − P_e − P_c
+    (entailment 1, neutral ½, contradiction 0), then symmetrised (W + Wᵀ)/2 (KLE needs an undirected
+    graph; the KLE authors add both directions, which is twice this W, i.e. twice the time t)."""
+    e = _unit_interval(entail, "entailment matrix")
+    c = _unit_interval(contra, "contradiction matrix")
+    if e.shape != c.shape:
+        raise ValueError(f"entailment and contradiction matrices differ in shape: {e.shape} vs {c.shape}")
+    if (e + c > 1.0 + _NEUTRAL_SLACK).any():
+        raise ValueError("entailment + contradiction probabilities exceed 1 (no room for neutral)")
+    weights = e + 0.5 * np.clip(1.0 - e - c, 0.0, None)
+    return (weights + weights.T) / 2
+
+
+def kernel_language_entropy(weights: object, t: float = KLE_TIME) -> float | None:
+    """KLE: von Neumann entropy of the normalised heat kernel of a weight graph, scaled by log n.
+
+    Laplacian L = D − W of W = (weights + weightsᵀ)/2 and the heat kernel K = exp(−t·L), from one
+    eigendecomposition of L. Normalisation, cut and scaling follow LM-Polygraph (which follows the KLE
+    authors' code): K is scaled to unit diagonal and divided by n (a unit-trace density matrix ρ);
+    eigenvalues of ρ below 1e-8 are left out of −Σ μ·ln μ; the entropy is divided by ln n, so 0 = one
+    meaning (ρ of rank 1), 1 = no edges at all (ρ = I/n). The Laplacian's sign follows the paper and the
+    KLE authors' code (L = D − W, positive semidefinite): LM-Polygraph's estimator writes L = W − D, and
+    with exp(−t·L) that turns diffusion into its inverse.
+    """
+    if not (math.isfinite(t) and t > 0):
+        raise ValueError(f"t must be a positive number, got {t}")
+    graph = _symmetric(weights, "weight matrix")
+    if graph is None:
+        return None
+    n = len(graph)
+    eigenvalues, eigenvectors = np.linalg.eigh(np.diag(graph.sum(axis=1)) - graph)
+    kernel = (eigenvectors * np.exp(-t * eigenvalues)) @ eigenvectors.T
+    scale = 1.0 / np.sqrt(np.diag(kernel))  # a heat kernel is positive definite: its diagonal is > 0
+    density = scale[:, None] * kernel * scale[None, :] / n
+    mu = np.linalg.eigvalsh(density)
+    mu = mu[mu > _ZERO_EIGENVALUE]
+    return float(-(mu * np.log(mu)).sum() / math.log(n)) + 0.0  # + 0.0: no -0.0 for a single meaning
+
+
+Kind = Literal["uncertainty", "confidence"]
+Statistic = Literal["similarity", "equivalence", "nli"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure as a signal table iterates it.
+
+    `statistic` is what to feed `function`: "similarity" a judge's n×n agreement matrix, "equivalence" the
+    judge's boolean both-ways decisions (`Judge.equivalent`), "nli" the weight graph
+    `nli_weights(entail, contra)` of the `entail` and `contra` judges. `per_answer` measures return one
+    value per answer (an array), the others one per set."""
+
+    function: Callable[[np.ndarray], float | int | np.ndarray | None]
+    kind: Kind
+    statistic: Statistic
+    per_answer: bool = False
+
+    def as_confidence(self, value: float | np.ndarray | None) -> float | np.ndarray | None:
+        """The value oriented so that higher = more confident (uncertainties are negated)."""
+        if value is None or self.kind == "confidence":
+            return value
+        return -value
+
+
+UNCERTAINTY_MEASURES: Mapping[str, Measure] = MappingProxyType({
+    "num_semantic_sets": Measure(num_semantic_sets, "uncertainty", "equivalence"),
+    "eigval_laplacian": Measure(eigval_laplacian, "uncertainty", "similarity"),
+    "degree_uncertainty": Measure(degree_uncertainty, "uncertainty", "similarity"),
+    "eccentricity": Measure(eccentricity, "uncertainty", "similarity"),
+    "degree_confidence": Measure(degree_confidence, "confidence", "similarity", per_answer=True),
+    "eccentricity_confidence": Measure(eccentricity_confidence, "confidence", "similarity", per_answer=True),
+    "kernel_language_entropy": Measure(kernel_language_entropy, "uncertainty", "nli"),
+})

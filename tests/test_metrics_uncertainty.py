@@ -1,0 +1,255 @@
+"""Graph uncertainty measures (Lin et al. 2023) and Kernel Language Entropy against hand-worked spectra of
+small graphs, and their properties: permutation invariance, bounds at full and no agreement, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from a2c.metrics import (
+    UNCERTAINTY_MEASURES,
+    degree_confidence,
+    degree_uncertainty,
+    eccentricity,
+    eccentricity_confidence,
+    eigval_laplacian,
+    kernel_language_entropy,
+    nli_weights,
+    num_semantic_sets,
+)
+
+T = 0.3  # KLE's default heat-kernel time
+
+
+def _entropy(*mu: float) -> float:
+    return -sum(m * math.log(m) for m in mu)
+
+
+# -- 2×2: W = [[1, w], [w, 1]] -----------------------------------------------------------------------
+# D = (1 + w)·I, so D^{-1/2} W D^{-1/2} = W/(1 + w) has eigenvalues 1 and (1 − w)/(1 + w):
+# the normalised Laplacian has 0 and 2w/(1 + w).
+
+def test_two_answers_half_similar():
+    s = np.array([[1.0, 0.7], [0.3, 1.0]])  # symmetrised to w = 0.5
+    assert eigval_laplacian(s) == pytest.approx(1 + (1 - 2 * 0.5 / 1.5))  # 4/3
+    assert degree_uncertainty(s) == pytest.approx(1 - (1.5 + 1.5) / 4)  # (1 − w)/2 = 1/4
+    assert degree_confidence(s) == pytest.approx([1.5 / 2, 1.5 / 2])
+    # λ = 2/3 < 0.9: both eigenvectors kept, a full orthonormal basis Q; centred rows of Q have
+    # ‖q_j − q̄‖² = 1 − 2/n + 1/n = 1/2 each, so U_Ecc = √(n − 1) = 1
+    assert eccentricity(s) == pytest.approx(1.0)
+    assert eccentricity_confidence(s) == pytest.approx([-math.sqrt(0.5), -math.sqrt(0.5)])
+    # L = D − W = [[w, −w], [−w, w]]: eigenvalues 0 and 2w; the heat kernel has the constant diagonal
+    # (1 + e)/2 with e = exp(−2tw), so ρ = K/trace has eigenvalues 1/(1 + e) and e/(1 + e)
+    e = math.exp(-2 * T * 0.5)
+    assert kernel_language_entropy(s) == pytest.approx(_entropy(1 / (1 + e), e / (1 + e)) / math.log(2))
+
+
+def test_two_very_similar_answers_drop_the_second_eigenvector():
+    s = np.array([[1.0, 0.9], [0.9, 1.0]])
+    # λ = 1.8/1.9 ≈ 0.947 ≥ 0.9: only the eigenvector of 0, ∝ √d = constant, is kept → both at one point
+    assert eccentricity(s) == pytest.approx(0.0, abs=1e-12)
+    assert eccentricity_confidence(s) == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert eccentricity(s, threshold=0.95) == pytest.approx(1.0)  # a higher cut keeps it again
+    assert eigval_laplacian(s) == pytest.approx(2 / 1.9)
+    assert num_semantic_sets(s >= 0.5) == 1
+
+
+# -- 3×3 with a block: answers 0 and 1 identical in meaning, answer 2 alone ----------------------------
+
+BLOCK = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def test_block():
+    # D = (2, 2, 1); D^{-1/2} W D^{-1/2} = [[½, ½], [½, ½]] ⊕ [1], eigenvalues 1, 0, 1 → L: 0, 1, 0
+    assert eigval_laplacian(BLOCK) == pytest.approx(2.0)  # two meanings
+    assert degree_uncertainty(BLOCK) == pytest.approx(1 - 5 / 9)
+    assert degree_confidence(BLOCK) == pytest.approx([2 / 3, 2 / 3, 1 / 3])
+    # kept: the eigenspace of 0, P = [[½, ½], [½, ½]] ⊕ [1]; it holds the constant vector, so the centred
+    # embedding's Gram matrix is (I − J/3) P (I − J/3) = P − J/3: squared row norms 1/6, 1/6, 2/3
+    assert eccentricity(BLOCK) == pytest.approx(math.sqrt(1 / 6 + 1 / 6 + 2 / 3))
+    assert eccentricity_confidence(BLOCK) == pytest.approx([-math.sqrt(1 / 6), -math.sqrt(1 / 6),
+                                                            -math.sqrt(2 / 3)])
+    assert num_semantic_sets(BLOCK >= 0.5) == 2
+    # L = D − W = [[1, −1], [−1, 1]] ⊕ [0]; K = ½[[1 + e, 1 − e], [1 − e, 1 + e]] ⊕ [1], e = exp(−2t).
+    # Unit diagonal: [[1, r], [r, 1]] ⊕ [1] with r = (1 − e)/(1 + e); ρ = that/3: (1 ± r)/3 and 1/3
+    e = math.exp(-2 * T)
+    r = (1 - e) / (1 + e)
+    expected = _entropy((1 + r) / 3, (1 - r) / 3, 1 / 3) / math.log(3)
+    assert kernel_language_entropy(BLOCK) == pytest.approx(expected)
+
+
+# -- 3×3 graded: answers 0 and 1 close (0.8), both loosely like answer 2 (0.4) ---------------------------
+
+GRADED = np.array([[1.0, 0.8, 0.4], [0.8, 1.0, 0.4], [0.4, 0.4, 1.0]])
+
+
+def test_graded():
+    # degrees 2.2, 2.2, 1.8. w = (1, −1, 0)/√2 is an eigenvector of N = D^{-1/2} W D^{-1/2} with eigenvalue
+    # (1 − 0.8)/2.2, so L has λ = 1 − 0.2/2.2 = 2/2.2; another is 0; the third from the trace:
+    # trace L = 3 − (1/2.2 + 1/2.2 + 1/1.8).
+    lam_w = 2 / 2.2
+    lam_3 = 3 - (2 / 2.2 + 1 / 1.8) - lam_w  # 0.6263
+    assert eigval_laplacian(GRADED) == pytest.approx(1 + (1 - lam_3) + (1 - lam_w))
+    assert degree_uncertainty(GRADED) == pytest.approx(1 - 6.2 / 9)
+    assert degree_confidence(GRADED) == pytest.approx([2.2 / 3, 2.2 / 3, 1.8 / 3])
+    # λ_w = 0.909 ≥ 0.9 is dropped; the kept span is w's orthogonal complement, which holds the constant
+    # vector, so as for BLOCK the centred Gram matrix is P − J/3 = I − wwᵀ − J/3: 1/6, 1/6, 2/3
+    assert eccentricity(GRADED) == pytest.approx(1.0)
+    assert eccentricity_confidence(GRADED) == pytest.approx([-math.sqrt(1 / 6), -math.sqrt(1 / 6),
+                                                             -math.sqrt(2 / 3)])
+    # with the cut above λ_w every eigenvector is kept: √(n − 1)
+    assert eccentricity(GRADED, threshold=0.95) == pytest.approx(math.sqrt(2))
+    assert num_semantic_sets(GRADED >= 0.5) == 2
+
+
+def test_kle_of_a_complete_graph_with_weight_a():
+    # L = a(3I − J): eigenvalues 0, 3a, 3a; constant kernel diagonal, so ρ ∝ 1, e, e with e = exp(−3ta)
+    a = 0.6
+    e = math.exp(-3 * T * a)
+    w = np.full((3, 3), a)
+    np.fill_diagonal(w, 1.0)
+    expected = _entropy(1 / (1 + 2 * e), e / (1 + 2 * e), e / (1 + 2 * e)) / math.log(3)
+    assert kernel_language_entropy(w) == pytest.approx(expected)
+    assert kernel_language_entropy(w, t=1.0) < kernel_language_entropy(w)  # longer diffusion, lower entropy
+
+
+def test_nli_weights_score_entailment_1_neutral_half_contradiction_0():
+    entail = np.array([[1.0, 0.6], [0.2, 1.0]])
+    contra = np.array([[0.0, 0.1], [0.7, 0.0]])
+    # one way: 0.6 + ½·0.3 = 0.75; other way: 0.2 + ½·0.1 = 0.25; symmetrised: 0.5
+    assert nli_weights(entail, contra) == pytest.approx(np.array([[1.0, 0.5], [0.5, 1.0]]))
+    with pytest.raises(ValueError, match="exceed 1"):
+        nli_weights(entail, np.array([[0.0, 0.5], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="differ in shape"):
+        nli_weights(entail, np.zeros((3, 3)))
+
+
+def test_num_semantic_sets_takes_components_of_both_way_equivalence():
+    eq = np.array([[1, 1, 0, 0],
+                   [0, 1, 1, 0],   # 0→1 holds one way only: no edge
+                   [0, 1, 1, 0],
+                   [0, 0, 0, 1]], dtype=bool)
+    assert num_semantic_sets(eq) == 3  # {0}, {1, 2}, {3}
+    chain = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=bool)
+    assert num_semantic_sets(chain) == 1  # a ~ b ~ c is one component although a ≁ c
+
+
+# -- properties --------------------------------------------------------------------------------------
+
+PER_SET = [eigval_laplacian, degree_uncertainty, eccentricity, kernel_language_entropy]
+PER_ANSWER = [degree_confidence, eccentricity_confidence]
+
+
+@st.composite
+def similarity_matrices(draw, min_n: int = 2, max_n: int = 8) -> np.ndarray:
+    """Judge-like matrices: entries in [0, 1] on a 0.05 grid (keeps eigenvalues off the 0.9 cut), 1 on the
+    diagonal, not necessarily symmetric."""
+    n = draw(st.integers(min_n, max_n))
+    grid = draw(st.lists(st.integers(0, 20), min_size=n * n, max_size=n * n))
+    s = np.array(grid, dtype=float).reshape(n, n) / 20
+    np.fill_diagonal(s, 1.0)
+    return s
+
+
+@settings(max_examples=60, deadline=None)
+@given(similarity_matrices(), st.randoms(use_true_random=False))
+def test_permuting_answers_permutes_per_answer_values_and_keeps_per_set_ones(s, random):
+    order = list(range(len(s)))
+    random.shuffle(order)
+    p = s[np.ix_(order, order)]
+    for f in PER_SET:
+        assert f(p) == pytest.approx(f(s), abs=1e-9)
+    for f in PER_ANSWER:
+        assert f(p) == pytest.approx(f(s)[order], abs=1e-9)
+    assert num_semantic_sets(p >= 0.5) == num_semantic_sets(s >= 0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(similarity_matrices())
+def test_full_agreement_is_least_and_none_is_most_uncertain(s):
+    n = len(s)
+    ones, identity = np.ones((n, n)), np.eye(n)
+    # all answers alike: one set, EigV = 1, Deg = 0, all answers at one point, KLE at its minimum
+    assert num_semantic_sets(ones.astype(bool)) == 1
+    assert eigval_laplacian(ones) == pytest.approx(1.0)
+    assert degree_uncertainty(ones) == pytest.approx(0.0)
+    assert eccentricity(ones) == pytest.approx(0.0, abs=1e-9)
+    assert degree_confidence(ones) == pytest.approx(np.ones(n))
+    # no two alike: n sets, EigV = n, Deg = (n − 1)/n, U_Ecc = √(n − 1), KLE = 1 (ρ = I/n)
+    assert num_semantic_sets(identity.astype(bool)) == n
+    assert eigval_laplacian(identity) == pytest.approx(n)
+    assert degree_uncertainty(identity) == pytest.approx((n - 1) / n)
+    assert eccentricity(identity) == pytest.approx(math.sqrt(n - 1))
+    assert eccentricity_confidence(identity) == pytest.approx(np.full(n, -math.sqrt(1 - 1 / n)))
+    assert kernel_language_entropy(identity) == pytest.approx(1.0)
+    # every other matrix lies in between
+    tol = 1e-9
+    assert 1 <= num_semantic_sets(s >= 0.5) <= n
+    assert 1 - tol <= eigval_laplacian(s) <= n + tol
+    assert -tol <= degree_uncertainty(s) <= (n - 1) / n + tol
+    assert -tol <= eccentricity(s) <= math.sqrt(n - 1) + tol
+    assert kernel_language_entropy(ones) - tol <= kernel_language_entropy(s) <= 1 + tol
+    assert ((1 / n - tol <= degree_confidence(s)) & (degree_confidence(s) <= 1 + tol)).all()
+
+
+@pytest.mark.parametrize("f", [*PER_SET, *PER_ANSWER, num_semantic_sets])
+def test_fewer_than_two_answers_are_undefined(f):
+    assert f(np.ones((1, 1), dtype=bool if f is num_semantic_sets else float)) is None
+    assert f(np.zeros((0, 0), dtype=bool if f is num_semantic_sets else float)) is None
+
+
+@pytest.mark.parametrize("f", [*PER_SET, *PER_ANSWER])
+@pytest.mark.parametrize(("bad", "message"), [
+    (np.ones((2, 3)), "square"),
+    (np.ones(4), "square"),
+    (np.array([[1.0, math.nan], [0.5, 1.0]]), "NaN"),
+    (np.array([[1.0, math.inf], [0.5, 1.0]]), "NaN or infinite"),
+    (np.array([[1.0, 1.5], [0.5, 1.0]]), r"\[0, 1\]"),
+    (np.array([[1.0, -0.1], [0.5, 1.0]]), r"\[0, 1\]"),
+    (np.array([["a", "b"], ["c", "d"]]), "numbers"),
+])
+def test_bad_matrices_are_refused(f, bad, message):
+    with pytest.raises(ValueError, match=message):
+        f(bad)
+
+
+def test_bad_options_and_degenerate_inputs_are_refused():
+    with pytest.raises(ValueError, match="threshold"):
+        eccentricity(GRADED, threshold=0.0)
+    with pytest.raises(ValueError, match="threshold"):
+        eccentricity_confidence(GRADED, threshold=3.0)
+    with pytest.raises(ValueError, match="positive"):
+        kernel_language_entropy(GRADED, t=0.0)
+    with pytest.raises(ValueError, match="positive degree"):
+        eigval_laplacian(np.array([[1.0, 0.0], [0.0, 0.0]]))  # answer 1 is unlike even itself
+    with pytest.raises(ValueError, match="boolean"):
+        num_semantic_sets(GRADED)
+    with pytest.raises(ValueError, match="square"):
+        num_semantic_sets(np.ones((2, 3), dtype=bool))
+
+
+def test_registry_declares_statistic_kind_and_orientation():
+    assert set(UNCERTAINTY_MEASURES) == {
+        "num_semantic_sets", "eigval_laplacian", "degree_uncertainty", "eccentricity", "degree_confidence",
+        "eccentricity_confidence", "kernel_language_entropy"}
+    inputs = {"similarity": GRADED, "equivalence": GRADED >= 0.5,
+              "nli": nli_weights(GRADED, np.zeros((3, 3)))}
+    for name, measure in UNCERTAINTY_MEASURES.items():
+        value = measure.function(inputs[measure.statistic])
+        assert measure.per_answer == isinstance(value, np.ndarray), name
+        assert measure.as_confidence(None) is None
+    # "higher = more confident" after orientation: full agreement beats the graded matrix for every measure
+    for name, measure in UNCERTAINTY_MEASURES.items():
+        if measure.statistic == "equivalence":
+            calm, torn = np.ones((3, 3), dtype=bool), np.eye(3, dtype=bool)
+        else:
+            calm, torn = np.ones((3, 3)), GRADED
+        high = measure.as_confidence(measure.function(calm))
+        low = measure.as_confidence(measure.function(torn))
+        assert np.all(np.asarray(high) >= np.asarray(low) - 1e-12), name
+    assert UNCERTAINTY_MEASURES["eigval_laplacian"].as_confidence(2.5) == -2.5
+    assert UNCERTAINTY_MEASURES["degree_confidence"].as_confidence(0.7) == 0.7

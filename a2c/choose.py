@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from a2c.judges import JudgeSpec
 from a2c.llm.base import Generator
 from a2c.metrics import cons_lex
 from a2c.metrics.sets import JudgeScores, judge_scores
 from a2c.paraphrase import Technique
-from a2c.qa.config import A2CConfig, ExperimentConfig, JudgeConfig, TechniqueConfig, VariationConfig
+from a2c.qa.config import A2CConfig, ExperimentConfig, TechniqueConfig, VariationConfig
 from a2c.qa.rank import (
     DEFAULT_IDK_TEXT,
     ParsedReply,
@@ -127,7 +128,7 @@ class AskToChoose:
     def answer(self, question: str) -> Choice:
         return self.answer_many([question])[0]
 
-    def answer_many(self, questions: Sequence[str], *, judges: Sequence[JudgeConfig] = ()) -> list[Choice]:
+    def answer_many(self, questions: Sequence[str], *, judges: Sequence[JudgeSpec] = ()) -> list[Choice]:
         """Every question in one batched pass per step. With `judges`, the run's judges stage also scores
         the candidates of each source (one batched pass per judge), as `Choice.judged`."""
         asked = [Question(f"q{i}", q) for i, q in enumerate(questions)]

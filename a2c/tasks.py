@@ -33,8 +33,10 @@ class TaskSpec(Generic[C]):
 
     name: str
     config: type[C]
-    # reads the config's data through (every row checked) and returns it: a bad file fails at load
-    load_data: Callable[[C], Any]
+    load_data: Callable[[C], Any]  # the config's dataset, every row checked
+    # what `load_config` checks before anything runs: a local data file read through (a hub dataset is
+    # fetched only when the run starts)
+    check_data: Callable[[C], None]
     context: Callable[[C, Store, Any], RunContext[C]]  # (config, store, data) → the stages' context
     stages: tuple[Stage[Any], ...]
     rescore: tuple[Stage[Any], ...]  # re-run by `a2c report` from stored outputs (no generation)
@@ -81,7 +83,7 @@ def load_config(path: str | Path) -> RunConfig:
     path = Path(path)
     text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
     config = parse_config(text, str(path))
-    task_of(config).load_data(config)
+    task_of(config).check_data(config)
     return config
 
 

@@ -110,7 +110,7 @@ def test_bad_similarity_and_missing_file(tmp_path, capsys):
     path = tmp_path / "a.jsonl"
     path.write_text('{"id": "truthfulqa-0", "answer": "x"}\n', encoding="utf-8")
     code, _, err = run(capsys, str(path), "-s", "rouge1:stem=true")
-    assert code == 2 and "has no option(s) ['stem']" in err
+    assert code == 2 and "similarity 'rouge1': stem: unknown option; this similarity takes" in err
     code, _, err = run(capsys, str(path), "-s", "blue")
     assert code == 2 and "Did you mean 'bleu'" in err
     code, _, err = run(capsys, str(path), "-s", "bleu", "-s", "bleu:")

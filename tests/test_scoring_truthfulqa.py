@@ -180,7 +180,7 @@ def test_duplicates_are_scored_once_and_order_is_kept(truthfulqa):
 def test_bad_calls_name_the_problem(truthfulqa):
     with pytest.raises(UnknownNameError, match=r"Did you mean .*'rouge1'"):
         score_answers("rouge", ["x"], truthfulqa[:1])
-    with pytest.raises(SimilarityError, match=r"no option\(s\) \['stemmer'\]; it takes: use_stemmer"):
+    with pytest.raises(SimilarityError, match=r"stemmer: unknown option \(did you mean 'use_stemmer'\?\)"):
         score_answers("rouge1", ["x"], truthfulqa[:1], stemmer=True)
     with pytest.raises(SimilarityError, match="use_stemmer: Input should be a valid boolean"):
         score_answers("rouge1", ["x"], truthfulqa[:1], use_stemmer="yes")
@@ -222,12 +222,14 @@ def test_similarity_specs_in_configs():
     ("similarities: [rouge3]", "<config>:3: accuracy.similarities.0.name: Value error, unknown accuracy "
                                "similarity 'rouge3'. Did you mean"),
     ("similarities:\n    - bleu\n    - name: rouge1\n      stemmer: true",
-     "<config>:5: accuracy.similarities.1: Value error, similarity 'rouge1' has no option(s) ['stemmer']"),
+     "<config>:6: accuracy.similarities.1.stemmer: unknown option (did you mean 'use_stemmer'?); this "
+     "similarity takes ['use_stemmer']"),
     ("similarities:\n    - name: rouge1\n      use_stemmer: maybe",
      "<config>:5: accuracy.similarities.0.use_stemmer: Input should be a valid boolean"),
     ("similarities:\n    - name: bleurt\n      batch_size: 0",
      "<config>:5: accuracy.similarities.0.batch_size: Input should be greater than or equal to 1"),
-    ("similarities:\n    - name: bleu\n      model: x", "has no option(s) ['model']; it takes: none"),
+    ("similarities:\n    - name: bleu\n      model: x",
+     "similarities.0.model: unknown option; this similarity takes none"),
     ("similarities: [bleu, {name: bleu}]", "similarities are listed twice"),
     ("similarities: []", "accuracy.similarities: List should have at least 1 item"),
 ])

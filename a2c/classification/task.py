@@ -14,6 +14,13 @@ from a2c.classification.stages import (
 )
 from a2c.tasks import TaskSpec
 
+
+def check_items(config: ClassificationConfig) -> None:
+    """The data file read through (columns, labels, derived items' sources): a bad one fails at load."""
+    load_items(config)
+
+
 TASK = TaskSpec(name="classification", config=ClassificationConfig, load_data=load_items,
-                context=classification_context, stages=STAGES, rescore=(METRICS,), summary=SUMMARY,
-                read_summary=read_classification_summary, write_report=write_classification_report)
+                check_data=check_items, context=classification_context, stages=STAGES, rescore=(METRICS,),
+                summary=SUMMARY, read_summary=read_classification_summary,
+                write_report=write_classification_report)

@@ -226,9 +226,8 @@ def _print(result: ProbeResult, judge_name: str) -> None:
 
 def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
-    from a2c.judges import JUDGES
+    from a2c.judges import JudgeSpec
     from a2c.llm import build_generator
-    from a2c.qa.config import JudgeConfig
 
     asked = _asked(args)
     config = _generator_config(args)
@@ -237,11 +236,11 @@ def _probe(args: argparse.Namespace) -> int:
             check_server(url)
     generator = build_generator(config)
     wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
-    JUDGES.get(args.judge)  # an unknown name: one line with the closest names, before any model loads
-    judge = JudgeConfig.model_validate({"name": args.judge, **({"cache": None} if args.no_cache else {})})
+    # checked before any model loads: an unknown name is one line with the closest names
+    judge = JudgeSpec.parse(args.judge) if not args.no_cache else JudgeSpec.of(args.judge, cache=None)
     # one batched pass over every question, judged by the run's own judges stage
     choices = wrapper.answer_many([q for _, q in asked], judges=[judge])
-    results = probe_results(asked, choices, args.judge, len(wrapper.config.variation.techniques))
+    results = probe_results(asked, choices, judge.name, len(wrapper.config.variation.techniques))
     for number, result in enumerate(results):
         if number:
             print("\n" + "=" * 80 + "\n")

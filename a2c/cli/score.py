@@ -72,23 +72,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_score)
 
 
-def parse_similarity(text: str) -> tuple[str, dict[str, Any]]:
-    """`name` or `name:key=value,key=value`; values are read as YAML scalars (true, 32, a path)."""
-    import yaml
-
-    name, _, rest = text.partition(":")
-    options: dict[str, Any] = {}
-    for item in filter(None, rest.split(",")):
-        key, equals, value = item.partition("=")
-        if not equals or not key.strip():
-            raise A2CError(f"-s {text!r}: options are key=value pairs separated by commas")
-        try:
-            options[key.strip()] = yaml.safe_load(value)
-        except (yaml.YAMLError, ValueError):  # ValueError: a scalar YAML cannot convert, e.g. 2001-13-45
-            raise A2CError(f"-s {text!r}: {value!r} is not a YAML value (true, 32, a path)") from None
-    return name.strip(), options
-
-
 def _jsonl_rows(path: Path, lines: Iterator[str]) -> Iterator[InputRow]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -187,14 +170,15 @@ def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mappin
 
 def _score(args: argparse.Namespace) -> int:
     from a2c.data import load_records
-    from a2c.scoring import checked_options, score_answers, similarity_label
+    from a2c.qa.config import SimilarityConfig
+    from a2c.scoring import score_answers, similarity_label
 
-    specs = [parse_similarity(s) for s in args.similarities or DEFAULT_SIMILARITIES]
+    # a typo in a name or an option fails here, before any file or dataset is read
+    parsed = [SimilarityConfig.parse(s) for s in args.similarities or DEFAULT_SIMILARITIES]
+    specs = [(spec.name, spec.options) for spec in parsed]
     names = [name for name, _ in specs]
     if len(set(names)) != len(names):
         raise A2CError(f"a similarity is given twice: {names} (outputs are keyed by name)")
-    for name, options in specs:
-        checked_options(name, options)  # a typo fails before any file or dataset is read
     rows = read_rows(args.answers)
     records = load_records(args.dataset, path=args.path)
     matched, unknown = match_rows(rows, records, args.answer_column, args.question_column)

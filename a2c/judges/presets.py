@@ -15,20 +15,21 @@ check configs and `build_judge` make), so a typo or a bad value fails before any
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pydantic import ValidationError
-from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
+from pydantic import BaseModel, ValidationError
 
+from a2c import components
+from a2c.components import ComponentSpec
 from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
 from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions
 from a2c.llm.base import Generator
+from a2c.registry import Registry
 from a2c.resources import shipped_or_path
 
 PRESETS_PACKAGE = "a2c.resources.judges"
@@ -52,21 +53,7 @@ def validate_options(name: str, options: Mapping[str, Any]) -> JudgeOptions:
     """A judge's options checked by its `Options` model: unknown names first (each with the closest known
     one and the full list), then every value. Raises pydantic's `ValidationError` keyed by option, so a
     config nests it under the judge's entry and reports `file:line: judges.0.threshold: ...`."""
-    model = JUDGES.get(name).Options
-    unknown = [key for key in options if key not in model.model_fields]
-    if unknown:
-        known = sorted(model.model_fields)
-        raise ValidationError.from_exception_data(
-            model.__name__, [_unknown_option(key, options[key], known) for key in unknown])
-    return model.model_validate(dict(options))
-
-
-def _unknown_option(key: str, value: Any, known: list[str]) -> InitErrorDetails:
-    close = difflib.get_close_matches(str(key), known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    error = PydanticCustomError("unknown_option", "unknown option{hint}; this judge takes {known}",
-                                {"hint": hint, "known": known})
-    return InitErrorDetails(type=error, loc=(key,), input=value)
+    return cast(JudgeOptions, components.validate_options(JUDGES.get(name).Options, options, "judge"))
 
 
 def checked_options(name: str, options: Mapping[str, Any]) -> JudgeOptions:
@@ -75,15 +62,7 @@ def checked_options(name: str, options: Mapping[str, Any]) -> JudgeOptions:
     try:
         return validate_options(name, options)
     except ValidationError as exc:
-        problems = "; ".join(_problem(error) for error in exc.errors(include_url=False))
-        raise OptionError(f"judge {name!r}: {problems}") from None
-
-
-def _problem(error: ErrorDetails) -> str:
-    # capitalised path parts are union-branch tags (e.g. `GeneratorConfig`), not option keys
-    key = ".".join(str(p) for p in error["loc"] if not str(p)[:1].isupper())
-    got = "" if error["type"] == "unknown_option" else f", got {error['input']!r}"
-    return f"{key}: {error['msg']}{got}"
+        raise OptionError(components.one_line("judge", name, exc)) from None
 
 
 def build_judge(name: str, **options: Any) -> Judge:
@@ -92,15 +71,25 @@ def build_judge(name: str, **options: Any) -> Judge:
     return JUDGES.get(name)(checked_options(name, options))
 
 
-@dataclass(frozen=True)
-class JudgeSpec:
-    name: str
-    options: dict[str, Any] = field(default_factory=dict)
+class JudgeSpec(ComponentSpec):
+    """A judge by name with its options inline, as in a config or a preset file (`{name: pp, threshold:
+    0.8}`); the options are checked by the judge's own `Options` model."""
+
+    kind = "judge"
+
+    @classmethod
+    def registry(cls) -> Registry[Any]:
+        return JUDGES
+
+    @classmethod
+    def options_model(cls, name: str) -> type[BaseModel]:
+        return JUDGES.get(name).Options
 
     def build(self, generator: Generator | None = None) -> Judge:
-        options = dict(self.options)
+        """The judge; one that asks a generator gets `generator` unless its options name one."""
+        options = self.options
         if JUDGES.get(self.name).takes_run_generator and generator is not None:
-            options.setdefault("generator", generator)  # the run's generator unless the preset names one
+            options.setdefault("generator", generator)
         return build_judge(self.name, **options)
 
 
@@ -128,7 +117,7 @@ def parse_preset(path: Path, name: str | None = None) -> JudgePreset:
             raise PresetError(f"{path}: judges[{i}] needs a 'name'")
         options = {k: v for k, v in entry.items() if k != "name"}
         try:
-            specs.append(JudgeSpec(entry["name"], checked_options(entry["name"], options).given()))
+            specs.append(JudgeSpec.of(entry["name"], **options))
         except A2CError as exc:
             raise PresetError(f"{path}: judges[{i}]: {exc}") from None
     return JudgePreset(name or path.stem, str(data.get("description", "")).strip(), tuple(specs))

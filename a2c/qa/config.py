@@ -11,19 +11,19 @@ from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     FiniteFloat,
-    PrivateAttr,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
+from a2c.components import ComponentSpec, expand
 from a2c.config import RunConfig, StrictModel, registered
 from a2c.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
+from a2c.judges import JUDGES, JudgeSpec
+from a2c.registry import Registry
 
 
 class DatasetConfig(StrictModel):
@@ -125,69 +125,25 @@ class VariationConfig(StrictModel):
         return [by_name[t] if isinstance(t, str) else Technique(**t.model_dump()) for t in self.techniques]
 
 
-class JudgeConfig(BaseModel):
-    """A judge by name with its options inline, as in a judge preset file (`{name: pp, threshold: 0.8}`).
-
-    The options (names and values) are checked by the judge's own `Options` model when the config loads;
-    the inline values are kept as written (what the resolved config dumps), `options` gives them typed.
-    """
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    name: str
-    _options: dict[str, Any] = PrivateAttr(default_factory=dict)
-
-    @field_validator("name")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        from a2c.judges import JUDGES
-
-        return registered(JUDGES, name)
-
-    @model_validator(mode="after")
-    def _valid_options(self) -> JudgeConfig:
-        from a2c.judges.presets import validate_options
-
-        # its ValidationError is keyed by option, and pydantic nests that under this entry: judges.0.threshold
-        self._options = validate_options(self.name, self.model_extra or {}).given()
-        return self
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The options given, typed; unset ones are left to the judge (or, for `cache`, to the run)."""
-        return dict(self._options)
-
-
-class SimilarityConfig(BaseModel):
+class SimilarityConfig(ComponentSpec):
     """An accuracy similarity by name with its options inline (`{name: rouge1, use_stemmer: true}`); a bare
     name (`rouge1`) is the same with no options, and is written back as a bare name, so the resolved
     config and the stage keys of a plain list stay as they were."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    kind = "similarity"
+    bare_when_plain = True
 
-    name: str
-
-    @field_validator("name")
     @classmethod
-    def _known(cls, name: str) -> str:
+    def registry(cls) -> Registry[Any]:
         from a2c.qa.scoring import SIMILARITIES
 
-        return registered(SIMILARITIES, name)
+        return SIMILARITIES
 
-    @model_validator(mode="after")
-    def _valid_options(self) -> SimilarityConfig:
-        from a2c.qa.scoring import similarity_options
+    @classmethod
+    def options_model(cls, name: str) -> type[BaseModel]:
+        from a2c.qa.scoring import SIMILARITIES
 
-        similarity_options(self.name, self.options)  # bad values: keyed by option under this entry
-        return self
-
-    @model_serializer(mode="wrap")
-    def _bare_name(self, handler: Any) -> Any:
-        return handler(self) if self.model_extra else self.name
-
-    @property
-    def options(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        return SIMILARITIES.get(name).options
 
 
 class AccuracyConfig(StrictModel):
@@ -201,9 +157,7 @@ class AccuracyConfig(StrictModel):
     @classmethod
     def _expand(cls, similarities: Any) -> Any:
         """`[rouge1, bleu]` is short for `[{name: rouge1}, {name: bleu}]`."""
-        if isinstance(similarities, list):
-            return [{"name": s} if isinstance(s, str) else s for s in similarities]
-        return similarities
+        return expand(similarities)
 
     @field_validator("similarities")
     @classmethod
@@ -230,7 +184,7 @@ class ExperimentConfig(RunConfig):
     task: Literal["qa"] = "qa"
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variation: VariationConfig = Field(default_factory=VariationConfig)
-    judges: list[JudgeConfig] = Field(default_factory=lambda: [JudgeConfig(name="embedding")], min_length=1)
+    judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec(name="embedding")], min_length=1)
     entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
     accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
     a2c: A2CConfig = Field(default_factory=A2CConfig)
@@ -247,9 +201,7 @@ class ExperimentConfig(RunConfig):
             except A2CError as exc:
                 raise ValueError(str(exc)) from None
             return [{"name": spec.name, **spec.options} for spec in preset.judges]
-        if isinstance(judges, list):
-            return [{"name": j} if isinstance(j, str) else j for j in judges]
-        return judges
+        return expand(judges)
 
     @model_validator(mode="after")
     def _distinct_judges(self) -> ExperimentConfig:
@@ -264,4 +216,5 @@ class ExperimentConfig(RunConfig):
     def entropy_judge_name(self) -> str:
         """The paper clusters with its LLM judge; without one, the first judge listed."""
         names = [j.name for j in self.judges]
-        return self.entropy_judge or ("llm" if "llm" in names else names[0])
+        preferred = [name for name in names if JUDGES.get(name).preferred_for_clusters]
+        return self.entropy_judge or (preferred or names)[0]

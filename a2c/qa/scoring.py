@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from a2c.components import one_line, validate_options
 from a2c.data import QARecord
 from a2c.errors import A2CError
 from a2c.metrics import TruthfulQAScores
@@ -91,15 +92,10 @@ def similarity_label(name: str) -> str:
 
 
 def similarity_options(name: str, options: Mapping[str, Any]) -> SimilarityOptions:
-    """A similarity's options checked by its model. Unknown names raise `SimilarityError` (listing the known
-    ones); bad values raise pydantic's `ValidationError` keyed by option, so a config nests it under the
-    entry and reports `file:line: accuracy.similarities.0.use_stemmer: ...`."""
-    model = SIMILARITIES.get(name).options
-    unknown = sorted(set(options) - set(model.model_fields))
-    if unknown:
-        known = ", ".join(sorted(model.model_fields)) or "none"
-        raise SimilarityError(f"similarity {name!r} has no option(s) {unknown}; it takes: {known}")
-    return model.model_validate(dict(options))
+    """A similarity's options checked by its model (`a2c.components`, as for every named component): unknown
+    names raise `UnknownNameError`, unknown options and bad values pydantic's `ValidationError` keyed by
+    option, so a config nests it under the entry (`accuracy.similarities.0.use_stemmer: ...`)."""
+    return cast(SimilarityOptions, validate_options(SIMILARITIES.get(name).options, options, "similarity"))
 
 
 def checked_options(similarity: str, options: Mapping[str, Any]) -> SimilarityOptions:
@@ -107,8 +103,7 @@ def checked_options(similarity: str, options: Mapping[str, Any]) -> SimilarityOp
     try:
         return similarity_options(similarity, options)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise SimilarityError(f"similarity {similarity!r}: {problems}") from None
+        raise SimilarityError(one_line("similarity", similarity, exc)) from None
 
 
 @_register("rouge1", "R1-A", RougeOptions)

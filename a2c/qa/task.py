@@ -21,6 +21,13 @@ def load_data(config: ExperimentConfig) -> list[QARecord]:
     return load_records(data.name, data.path, config.limit, encoding=data.encoding, **data.settings())
 
 
+def check_data(config: ExperimentConfig) -> None:
+    """A local dataset file read through (columns and every row), so a bad one fails at load; hub datasets
+    are left to the run (loading them needs the network)."""
+    if config.dataset.path is not None:
+        load_data(config)
+
+
 def _summary(store: Store) -> QASummary:
     return read_summary(store, SUMMARY.name, hint=f"recompute it from the stored outputs: a2c report "
                         f"{store.where('')}")
@@ -39,6 +46,7 @@ def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
     return flat
 
 
-TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, context=qa_context, stages=STAGES,
+TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
+                context=qa_context, stages=STAGES,
                 rescore=(METRICS_STAGE,), summary=SUMMARY, read_summary=_summary, write_report=write_report,
                 metrics=METRICS, flatten=flatten)

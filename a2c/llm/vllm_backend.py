@@ -37,7 +37,7 @@ from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
 from a2c.llm.context import ContextGuard
 from a2c.llm.convert import convert_gguf, prepared_dir
-from a2c.llm.embedded import EMBEDDED_MODELS
+from a2c.llm.embedded import EMBEDDED_GENERATORS
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 
@@ -45,11 +45,11 @@ from a2c.llm.sampling import Emit, SampleResult
 def vllm_model_path(model: str) -> str:
     """GGUF models (embedded or .gguf paths) need the folder `a2c models prepare` writes; an embedded
     model is converted on first use, a .gguf path only on request (it may be large)."""
-    if model not in EMBEDDED_MODELS and not model.endswith(".gguf"):
+    if model not in EMBEDDED_GENERATORS and not model.endswith(".gguf"):
         return model
     folder = prepared_dir(model)
     if not (folder / "config.json").is_file():
-        if model not in EMBEDDED_MODELS:
+        if model not in EMBEDDED_GENERATORS:
             raise A2CError(f"the vllm backend needs {model!r} as a safetensors folder; run "
                            f"`a2c models prepare {model}` once (it writes {folder})")
         convert_gguf(model, folder, report=lambda line: print(f"vllm: preparing {model}: {line}"))

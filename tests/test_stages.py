@@ -261,6 +261,44 @@ def test_probe_and_run_ask_the_same_prompts_and_get_the_same_rows(tmp_path, monk
     assert json.loads(json.dumps(choice.consistency)) == choice.consistency
 
 
+def test_run_probe_and_wrapper_ask_the_same_prompts_under_non_default_budgets(tmp_path, monkeypatch, capsys):
+    """Every budget and decoding setting of a config reaches the wrapper (`variation=`, `a2c=`) and probe
+    (`--config`): the three ask exactly the same requests for the same question and seed."""
+    from a2c.cli import main
+
+    asked: list[GenerationRequest] = []
+    run_backend = ScriptedBackend.run
+
+    def recording(self, jobs, emit):
+        asked.extend(jobs)
+        run_backend(self, jobs, emit)
+
+    monkeypatch.setattr(ScriptedBackend, "run", recording)
+    settings = {"generator": {"backend": "scripted", "model": SCRIPT, "cache": None}, "seed": 3, "limit": 1,
+                "variation": {"paraphrase_max_tokens": 21, "long_max_tokens": 33, "short_max_tokens": 5,
+                              "temperatures": [0.3, 0.9], "top_p": 0.8, "samples": 2,
+                              "paraphrase_temperature": 0.4, "techniques": ["synonyms", "conjunctions"]},
+                "a2c": {"max_tokens": 3, "rank_temperature": 0.2, "idk_text": "No idea"}}
+    config = _config(tmp_path, **settings)
+    run_experiment(config, progress=False)
+    run_prompts = list(asked)
+    assert {r.max_tokens for r in run_prompts} == {21, 33, 5, 3}  # every budget was used
+    question = load_records("quickstart", limit=1)[0].question
+
+    asked.clear()
+    AskToChoose(build_generator(config.generator), variation=config.variation, a2c=config.a2c,
+                seed=config.seed).answer(question)
+    assert asked == run_prompts
+
+    asked.clear()
+    path = tmp_path / "probe.yaml"
+    path.write_text(json.dumps({"name": "probe", **settings}))
+    assert main(["probe", question, "--config", str(path), "--backend", "scripted", "--model", SCRIPT,
+                 "--judge", "exact", "--no-cache"]) == 0
+    assert asked[:len(run_prompts)] == run_prompts  # then the judges (exact asks no model)
+    assert "A2C answer:" in capsys.readouterr().out
+
+
 def test_stage_stats_count_every_generation_counter_including_cut_prompts(tmp_path):
     """Each stage reports the deltas of every generator it used, `truncated` (prompts cut to fit) too."""
     config = _config(tmp_path)

@@ -22,6 +22,7 @@ from a2c.errors import A2CError
 if TYPE_CHECKING:
     from a2c.choose import Choice
     from a2c.llm import GeneratorConfig
+    from a2c.qa.config import A2CConfig, VariationConfig
 
 
 class ServerUnreachableError(A2CError):
@@ -54,14 +55,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=BACKENDS.names(),
                         help="default: openai with --base-url, else transformers")
     parser.add_argument("--judge", default="embedding", help="judge for the matrix (default: embedding)")
+    parser.add_argument("--config", type=Path, metavar="CONFIG",
+                        help="decode as this QA experiment config does: its variation (techniques, "
+                        "temperatures, top_p, every token budget), a2c settings and seed")
     parser.add_argument("--temperatures", type=_number(0.0, inclusive=True), nargs="+",
-                        default=[0.25, 0.5, 0.75, 1.0], help="sampling temperatures (finite, >= 0)")
+                        help="sampling temperatures (finite, >= 0; default: the config's, else 0.25 0.5 "
+                        "0.75 1.0)")
     parser.add_argument("--timeout", type=_number(0.0, inclusive=False),
                         help="seconds per HTTP request attempt (openai backend; default 120)")
     parser.add_argument("--retries", type=_retries, metavar="N",
                         help="retries after the first attempt on 429/5xx/connection errors/timeouts "
                         "(openai backend; default 5)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int,
+                        help="seed of every paraphrase, sample and rank prompt (default: the config's, "
+                        "else 0)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the request cache")
     parser.set_defaults(handler=_probe)
 
@@ -235,7 +242,8 @@ def _probe(args: argparse.Namespace) -> int:
         for url in config.base_urls:
             check_server(url)
     generator = build_generator(config)
-    wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
+    variation, a2c, seed = _decoding(args)
+    wrapper = AskToChoose(generator, variation=variation, a2c=a2c, seed=seed)
     # checked before any model loads: an unknown name is one line with the closest names
     judge = JudgeSpec.parse(args.judge) if not args.no_cache else JudgeSpec.of(args.judge, cache=None)
     # one batched pass over every question, judged by the run's own judges stage
@@ -248,12 +256,29 @@ def _probe(args: argparse.Namespace) -> int:
               + f"\nmodel: {generator.backend}/{generator.model}\n")
         _print(result, args.judge)
     if args.json is not None:
-        payload = {"model": f"{generator.backend}/{generator.model}", "judge": args.judge, "seed": args.seed,
-                   "temperatures": args.temperatures, "questions": [asdict(r) for r in results]}
+        payload = {"model": f"{generator.backend}/{generator.model}", "judge": args.judge, "seed": seed,
+                   "temperatures": variation.temperatures, "questions": [asdict(r) for r in results]}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"\nresults written to {args.json}")
     return 0
+
+
+def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int]:
+    """The variation and A2C settings and seed: a QA config's (`--config`), else the defaults a run has;
+    `--temperatures` and `--seed` override either."""
+    from a2c.qa.config import A2CConfig, ExperimentConfig, VariationConfig
+    from a2c.tasks import load_config
+
+    variation, a2c, seed = VariationConfig(), A2CConfig(), 0
+    if args.config is not None:
+        config = load_config(args.config)
+        if not isinstance(config, ExperimentConfig):
+            raise ProbeInputError(f"--config {args.config}: a {config.task} config; probe takes a QA config")
+        variation, a2c, seed = config.variation, config.a2c, config.seed
+    if args.temperatures:
+        variation = variation.model_copy(update={"temperatures": list(args.temperatures)})
+    return variation, a2c, seed if args.seed is None else args.seed
 
 
 def _label(source: str, slot: int) -> str:

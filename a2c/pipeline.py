@@ -8,9 +8,9 @@ request cache serves every generation that had finished, so an interrupted run r
 
 from __future__ import annotations
 
-import shutil
+import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,9 +22,18 @@ from a2c.config import RunConfig, dump_config
 from a2c.errors import A2CError
 from a2c.runfiles import Row, RunFile, RunFileError
 from a2c.runlock import LOCK_FILE, hold_run_folder
-from a2c.stage import GENERATION_COUNTS, StageStats, damaged_outputs, decide, run_stage, run_stages
+from a2c.stage import (
+    GENERATION_COUNTS,
+    RunContext,
+    Stage,
+    StageStats,
+    decide,
+    record_marker,
+    run_stage,
+    run_stages,
+)
 from a2c.store import RunFolder
-from a2c.tasks import TaskSpec, load_config, task_of
+from a2c.tasks import TASKS, TaskSpec, load_config, task_of
 
 RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
 CONFIG_FILE = "config.yaml"  # the resolved config of the last `a2c run`
@@ -35,21 +44,62 @@ class RunFolderError(A2CError):
     """The run folder holds another experiment or no a2c run (rerun with --force), or an unfinished one."""
 
 
-def _clear(run_dir: Path) -> None:
-    """Empty the folder but for its lock file, which the caller holds."""
-    for entry in run_dir.iterdir():
-        if entry.name != LOCK_FILE:
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+MARKERS = "stages"  # the folder of stage markers
+
+
+def _written_by_a2c(folder: RunFolder) -> set[str]:
+    """The top-level files an a2c run writes into its folder: its own files, every file any task's stages
+    write, and whatever the folder's markers say their stages wrote."""
+    names = {RUN_FILE, CONFIG_FILE, TIMINGS.name, LOCK_FILE, "report.html"}
+    for name in TASKS.names():
+        names |= {file.name for stage in TASKS.get(name).stages for file in stage.writes}
+    markers = folder.path / MARKERS
+    for marker in sorted(markers.glob("*.json")) if markers.is_dir() else ():
+        try:
+            recorded = json.loads(marker.read_text(encoding="utf-8")).get("outputs", {})
+        except (OSError, ValueError, AttributeError):
+            continue  # a damaged marker names nothing; its stage's files are known by name anyway
+        names |= {n for n in recorded if isinstance(n, str) and "/" not in n}
+    return names
+
+
+def _foreign_files(folder: RunFolder) -> list[str]:
+    """Top-level files (and links) a2c did not write: their folder is no run folder. Subfolders other
+    than `stages/` are never touched, so whatever they hold (a `.git`, notes, the cache) is left alone."""
+    ours = _written_by_a2c(folder)
+    return sorted(e.name for e in folder.path.iterdir()
+                  if (not e.is_dir() or e.is_symlink()) and e.name not in ours)
+
+
+def _clear(folder: RunFolder) -> None:
+    """Delete what a2c wrote (its files, the stage markers) and nothing else; the lock stays held."""
+    ours = _written_by_a2c(folder) - {LOCK_FILE}
+    for entry in folder.path.iterdir():
+        if entry.name in ours and (not entry.is_dir() or entry.is_symlink()):
+            entry.unlink()
+    markers = folder.path / MARKERS
+    if markers.is_dir() and not markers.is_symlink():
+        for marker in markers.glob("*.json"):
+            marker.unlink()
+        if not any(markers.iterdir()):
+            markers.rmdir()
 
 
 @contextmanager
 def claim_run_folder(config: RunConfig, run_dir: Path, *, force: bool) -> Iterator[RunFolder]:
     """Hold the folder for this experiment while the block runs: a run of the same `name` is continued
-    stage by stage; one of another experiment is started over only with `force`, and a stray non-empty
-    folder used only then. The folder is locked (and proven writable) before anything in it is read or
-    deleted, so `--force` never deletes the folder of a run that is still going."""
+    stage by stage; one of another experiment is started over only with `force`. A folder holding files
+    a2c did not write is refused, `force` or not: `force` deletes only what a2c wrote. The folder is locked
+    (and proven writable) before anything in it is read or deleted, so `--force` never deletes the folder
+    of a run that is still going."""
     with hold_run_folder(run_dir):
         folder = RunFolder(run_dir)
+        foreign = _foreign_files(folder)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise RunFolderError(f"{run_dir} holds files a2c did not write ({shown}), so it is no run folder "
+                                 "and a2c writes nothing into it, --force or not",
+                                 hint="set `output` (or --output) to a folder of its own, e.g. runs/NAME")
         if folder.exists(RUN_FILE):
             try:
                 previous = folder.read_json(RUN_FILE).get("name")
@@ -62,12 +112,12 @@ def claim_run_folder(config: RunConfig, run_dir: Path, *, force: bool) -> Iterat
             if previous != config.name:
                 if not force:
                     raise RunFolderError(f"{run_dir} holds a run of experiment {previous!r}, not "
-                                         f"{config.name!r}; use --force to start it over, or set `output` "
-                                         "to another folder")
-                _clear(run_dir)
+                                         f"{config.name!r}; use --force to start it over (it deletes only "
+                                         "what a2c wrote), or set `output` to another folder")
+                _clear(folder)
         elif any(e.name != LOCK_FILE for e in run_dir.iterdir()) and not force:
-            raise RunFolderError(f"{run_dir} is not empty and holds no a2c run; use --force or another "
-                                 "`output`")
+            raise RunFolderError(f"{run_dir} is not empty and holds no a2c run; use --force (it deletes "
+                                 "nothing a2c did not write) or another `output`")
         folder.write_json(RUN_FILE, {"name": config.name})
         folder.write_text(CONFIG_FILE, dump_config(config))
         yield folder
@@ -148,35 +198,59 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
     return result
 
 
-def rescore_run(run_dir: Path, *, progress: bool = False) -> TaskSpec[Any]:
-    """Recompute a finished run's metrics with the current code, from its stored outputs: no generation,
-    so released or older runs are rescored in seconds. Returns the run's task (to redraw its report)."""
+def report_run(run_dir: Path, *, rescore: bool = True, human_labels: Path | None = None,
+               progress: bool = False) -> str:
+    """Redraw a finished run's report; with `rescore`, first recompute its metrics with the current code
+    from the stored outputs (no generation, so released or older runs are rescored in seconds). Every
+    stage the report builds on is checked first against the run's config and dataset (its key and its
+    outputs' digests): a stale, missing or edited one is refused, never reported from. The folder is locked
+    for all of it, and the report stage's marker is updated, so the next `a2c run` reuses the report."""
     config_file = _stored_config_file(run_dir)  # checked before the lock, which would create a file
     folder = RunFolder(run_dir)
     with hold_run_folder(Path(run_dir)):
         config = load_config(config_file)
         task = task_of(config)
-        repair = f"a2c run {config_file} --output {run_dir}"
-        # what the rescored stages read must be finished, and as its stages wrote it
-        upstream = task.stages[:task.stages.index(task.rescore[0])]
-        unfinished = [s.name for s in upstream if s.enabled(config) and not folder.exists(s.marker)]
-        if unfinished:
-            raise RunFolderError(f"{run_dir}: the run has not finished (stages not done: "
-                                 f"{', '.join(unfinished)})", hint=f"finish it: {repair}")
+        report = task.stages[-1]
         ctx = task.make_context(config, folder, progress=progress)
-        damaged = {stage.name: names for stage in upstream if (names := damaged_outputs(ctx, stage))}
-        if damaged:
-            listed = "; ".join(f"{stage}: {', '.join(names)}" for stage, names in damaged.items())
-            raise RunFolderError(f"{run_dir}: files changed since their stage wrote them ({listed})",
-                                 hint=f"`{repair}` makes them again (the request cache serves every model "
-                                 "call made before)")
-        for stage in task.rescore:
-            run_stage(ctx, stage, decide(ctx, stage))
-    return task
+        built_on = task.stages[:task.stages.index(task.rescore[0] if rescore else report)]
+        repair = f"a2c run {config_file} --output {run_dir}"
+        if not rescore:
+            repair += f"` (or `a2c report {run_dir}` when only the metrics are out of date"
+        _check_current(ctx, built_on, repair)
+        if rescore:
+            for stage in task.rescore:
+                run_stage(ctx, stage, decide(ctx, stage))
+        text = task.write_report(folder, human_labels)
+        record_marker(ctx, report, decide(ctx, report), StageStats(why="written by a2c report"))
+    return text
+
+
+def rescore_run(run_dir: Path, *, progress: bool = False) -> TaskSpec[Any]:
+    """Recompute a finished run's metrics and report with the current code (`report_run`); returns the
+    run's task."""
+    report_run(run_dir, progress=progress)
+    return run_task(run_dir)
+
+
+def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: str) -> None:
+    """RunFolderError unless every enabled stage is finished and current: its marker's key matches the
+    config and inputs now, and its outputs are there as it wrote them."""
+    unfinished = [s.name for s in stages if s.enabled(ctx.config) and not ctx.store.exists(s.marker)]
+    if unfinished:
+        raise RunFolderError(f"{ctx.store.where('')}: the run has not finished (stages not done: "
+                             f"{', '.join(unfinished)})", hint=f"finish it: {repair}")
+    stale = [(s.name, decision.why) for s in stages if s.enabled(ctx.config)
+             and not (decision := decide(ctx, s)).reuse]
+    if stale:
+        listed = "; ".join(f"{name}: {why}" for name, why in stale[:3])
+        more = f" (and {len(stale) - 3} more)" if len(stale) > 3 else ""
+        raise RunFolderError(f"{ctx.store.where('')}: stage outputs are stale or changed — {listed}{more}",
+                             hint=f"`{repair}` makes them again (the request cache serves every model call "
+                             "made before)")
 
 
 def run_task(run_dir: Path) -> TaskSpec[Any]:
-    """The task of the run in a folder, from its config (for `a2c report --no-rescore`)."""
+    """The task of the run in a folder, from its config."""
     return task_of(load_config(_stored_config_file(run_dir)))
 
 
@@ -190,5 +264,5 @@ def _stored_config_file(run_dir: Path) -> Path:
     return folder.file(CONFIG_FILE)
 
 
-__all__ = ["TIMINGS", "RunFolder", "RunFolderError", "RunResult", "claim_run_folder", "rescore_run",
-           "run_experiment", "run_task"]
+__all__ = ["TIMINGS", "RunFolder", "RunFolderError", "RunResult", "claim_run_folder", "report_run",
+           "rescore_run", "run_experiment", "run_task"]

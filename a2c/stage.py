@@ -177,16 +177,6 @@ class Decision:
     why: str
 
 
-def damaged_outputs(ctx: RunContext[Any], stage: Stage[Any]) -> list[str]:
-    """Outputs whose content is no longer what the stage wrote (truncated, edited, replaced), by the
-    digests its marker recorded; none for a stage not run yet or whose marker predates the digests."""
-    try:
-        marker = ctx.store.read_json(stage.marker) if ctx.store.exists(stage.marker) else {}
-    except RunFileError:
-        return []
-    return _changed_outputs(ctx.store, marker)
-
-
 def _changed_outputs(store: Store, marker: Any) -> list[str]:
     recorded = marker.get("outputs", {}) if isinstance(marker, dict) else {}
     return [name for name, digest in recorded.items() if store.digest(name) not in (digest, None)]
@@ -212,8 +202,7 @@ def decide(ctx: RunContext[Any], stage: Stage[Any]) -> Decision:
         damaged = _changed_outputs(ctx.store, marker)
         reuse = not missing and not damaged
         why = (f"output missing: {', '.join(missing)}" if missing
-               else f"output damaged or edited since it was written: {', '.join(damaged)}; made again, the "
-                    "request cache serves its model calls" if damaged
+               else f"output damaged or edited since it was written: {', '.join(damaged)}" if damaged
                else "same config slice and inputs")
     else:
         old_slice, old_inputs = marker.get("slice", {}), marker.get("inputs", {})
@@ -233,11 +222,17 @@ def run_stage(ctx: X, stage: Stage[X], decision: Decision) -> StageStats:
     stage.run(ctx, stats)
     stats.seconds = time.perf_counter() - started
     ctx.add_counts_since(before, stats)
+    record_marker(ctx, stage, decision, stats)
+    return stats
+
+
+def record_marker(ctx: RunContext[Any], stage: Stage[Any], decision: Decision, stats: StageStats) -> None:
+    """The stage's marker: the key its outputs were made under and their digests (also after a caller such
+    as `a2c report` rewrote them, so the next run reuses them instead of calling them damaged)."""
     ctx.store.write_json(stage.marker, {"key": decision.key, "slice": decision.config_slice,
                                         "inputs": decision.inputs,
                                         "outputs": {f.name: ctx.store.digest(f.name) for f in stage.writes},
                                         "stats": asdict(stats)})
-    return stats
 
 
 def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | None = None
@@ -252,7 +247,9 @@ def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | 
             continue
         decision = decide(ctx, stage)
         if log is not None:
-            log(f"{stage.name}: {'reused' if decision.reuse else 'runs'} ({decision.why})")
+            damaged = "damaged" in decision.why
+            repair = "; made again, the request cache serves its model calls" if damaged else ""
+            log(f"{stage.name}: {'reused' if decision.reuse else 'runs'} ({decision.why}{repair})")
         results[stage.name] = (StageStats(skipped=True, why=decision.why) if decision.reuse
                                else run_stage(ctx, stage, decision))
     return results

@@ -6,6 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# no per-example deadline: a loaded machine (CI's 2 cores, other jobs) makes timing flaky, and speed is the
+# benchmarks' business, not the property tests'
+settings.register_profile("a2c", deadline=None)
+settings.load_profile("a2c")
 
 
 @pytest.fixture(scope="session")

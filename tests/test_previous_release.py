@@ -40,8 +40,8 @@ def test_report_without_rescoring_refuses_an_old_summary_in_one_line(old_run):
     done = _a2c("report", "run", "--no-rescore", cwd=old_run)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert "written by an older a2c (no schema_version)" in lines[0] and "Traceback" not in done.stderr
-    assert "a2c report" in done.stderr  # how to recompute it
+    assert "metrics: config changed: summary_schema" in lines[0] and "Traceback" not in done.stderr
+    assert "a2c report run" in done.stderr  # how to recompute it
 
 
 def test_report_recomputes_the_summary_from_the_stored_outputs(old_run):

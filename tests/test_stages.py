@@ -151,8 +151,8 @@ def test_a_damaged_run_json_is_refused_and_force_starts_over(root):
 def test_report_on_a_damaged_run_says_how_to_repair_it(root):
     path = root / "run" / "generations.jsonl"
     path.write_text(path.read_text()[:-40])
-    with pytest.raises(RunFolderError, match=r"files changed since their stage wrote them \(answers: "
-                       r"generations\.jsonl\)") as caught:
+    with pytest.raises(RunFolderError, match=r"stale or changed — answers: output damaged or edited since it "
+                       r"was written: generations\.jsonl;") as caught:
         rescore_run(root / "run")
     assert caught.value.hint is not None and "a2c run" in caught.value.hint
 
@@ -219,13 +219,40 @@ def test_a_folder_of_another_experiment_or_no_run_is_refused_unless_forced(finis
             claim_run_folder(_config(tmp_path, name="other"), finished / "run", force=False):
         pass
     stray = tmp_path / "stray"
-    stray.mkdir()
-    (stray / "notes.txt").write_text("mine")
+    (stray / "notes").mkdir(parents=True)
+    (stray / "notes" / "notes.txt").write_text("mine")
     with pytest.raises(RunFolderError, match="holds no a2c run"), \
             claim_run_folder(_config(tmp_path), stray, force=False):
         pass
     with claim_run_folder(_config(tmp_path), stray, force=True) as folder:
-        assert folder.read_json("run.json") == {"name": "fast"} and (stray / "notes.txt").is_file()
+        assert folder.read_json("run.json") == {"name": "fast"} and (stray / "notes" / "notes.txt").is_file()
+
+
+def test_force_deletes_only_what_a2c_wrote_and_a_folder_with_other_files_is_refused(finished, tmp_path):
+    import subprocess
+
+    # a run of another experiment, beside a real git repository and notes in subfolders a2c never writes
+    project = tmp_path / "project"
+    shutil.copytree(finished / "run", project)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "notes").mkdir()
+    (project / "notes" / "todo.md").write_text("keep me")
+    git = sorted(p.relative_to(project) for p in (project / ".git").rglob("*"))
+    with claim_run_folder(_config(tmp_path, name="other"), project, force=True):
+        pass
+    kept = [".a2c.lock", ".git", "config.yaml", "notes", "run.json"]
+    assert sorted(p.name for p in project.iterdir()) == kept
+    assert sorted(p.relative_to(project) for p in (project / ".git").rglob("*")) == git
+    assert (project / "notes" / "todo.md").read_text() == "keep me"
+
+    # a file a2c did not write at the top (the config itself, say): refused, --force or not, nothing deleted
+    (project / "exp.yaml").write_text("name: other\n")
+    listing = sorted(p.name for p in project.iterdir())
+    for force in (False, True):
+        with pytest.raises(RunFolderError, match=r"holds files a2c did not write \(exp\.yaml\)"), \
+                claim_run_folder(_config(tmp_path, name="third"), project, force=force):
+            pass
+    assert sorted(p.name for p in project.iterdir()) == listing
 
 
 # with seed 6 two paraphrases of the question fail their checks: both leave them out of Y_c

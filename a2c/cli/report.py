@@ -26,11 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from a2c.pipeline import rescore_run, run_task
-    from a2c.store import RunFolder
+    from a2c.pipeline import report_run
 
-    task = run_task(args.run_dir) if args.no_rescore else rescore_run(args.run_dir, progress=True)
-    folder = RunFolder(args.run_dir)
-    print(task.write_report(folder, args.human_labels))
-    print(f"written: {folder.file('report.md')}")
+    print(report_run(args.run_dir, rescore=not args.no_rescore, human_labels=args.human_labels,
+                     progress=True))
+    print(f"written: {args.run_dir / 'report.md'}")
     return 0

@@ -193,9 +193,22 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
         rows = list(folder.read_rows(task.metrics)) if task.metrics else []
         result = RunResult(folder.path, stages, time.perf_counter() - started, task.read_summary(folder),
                            task, rows, ctx.item_texts())
-        folder.write_json(TIMINGS.name, {"seconds": result.seconds,
-                                         "stages": {k: asdict(v) for k, v in stages.items()}})
+        folder.write_json(TIMINGS.name, _timings(folder, stages, result.seconds))
     return result
+
+
+def _timings(folder: RunFolder, stages: dict[str, StageStats], wall: float) -> dict[str, Any]:
+    """timings.json: per stage the invocation that did its work (a reused stage keeps the seconds of the
+    run that made its outputs, so a fully cached rerun does not erase the real run time), their total, and
+    what this invocation took (`last_invocation`)."""
+    try:
+        previous = folder.read_json(TIMINGS.name).get("stages", {}) if folder.exists(TIMINGS.name) else {}
+    except (RunFileError, AttributeError):
+        previous = {}  # damaged or of an older shape: only this invocation's stages are known
+    kept = {name: previous[name] if stats.skipped and isinstance(previous.get(name), dict) else asdict(stats)
+            for name, stats in stages.items()}
+    return {"seconds": sum(float(s.get("seconds", 0.0)) for s in kept.values()), "stages": kept,
+            "last_invocation": {"seconds": wall, "ran": [n for n, s in stages.items() if not s.skipped]}}
 
 
 def report_run(run_dir: Path, *, rescore: bool = True, human_labels: Path | None = None,

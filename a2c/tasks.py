@@ -46,6 +46,8 @@ class TaskSpec(Generic[C]):
     metrics: RowsFile[Any] | None = None  # per-item metric rows, where the task has them
     # a metric row as one flat dict (`RunResult.records`, `to_pandas`); None: the task has no such rows
     flatten: Callable[[Any, dict[str, str]], dict[str, Any]] | None = None
+    # what `a2c run` prints when it ends: the result in a few lines (the summary → text)
+    headline: Callable[[Any], str] | None = None
 
     def make_context(self, config: C, store: Store, *, progress: bool) -> RunContext[C]:
         ctx = self.context(config, store, self.load_data(config))

@@ -154,3 +154,14 @@ def test_properties_bounds_monotone_invariance_and_the_oracle(items):
     perfect = Groups.per_answer(labels, labels)
     assert prediction_rejection_ratio(perfect) == pytest.approx(1.0) and auroc(perfect) == pytest.approx(1.0)
     assert oracle_curve(g)[1] == pytest.approx(rejection_curve(perfect)[1])
+
+
+def test_a_score_constant_over_the_answers_is_undefined_not_chance():
+    # after A2C every paraphrase set can have Cons_sem 1: one score for all ranks nothing
+    constant = Groups.of([1.0, 1.0, 1.0], answers=[2, 2, 1], accurate=[1, 2, 0])
+    assert constant.undefined == "constant"
+    result = signal(constant, replicates=50)
+    assert result.undefined == "constant" and result.auroc is None and result.prr is None
+    # a set with no answers does not make a constant score look varied
+    assert Groups.of([1.0, 0.3], answers=[3, 0], accurate=[1, 0]).undefined == "constant"
+    assert Groups.of([1.0, 0.3], answers=[3, 1], accurate=[1, 0]).undefined is None

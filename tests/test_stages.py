@@ -364,3 +364,22 @@ def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outpu
 def test_run_experiment_takes_the_run_folder_as_text_too(root):
     result = run_experiment(_config(root), run_dir=str(root / "run"), progress=False)
     assert _ran(result) == [] and result.folder == root / "run"
+
+
+def test_timings_keep_the_run_that_did_the_work_and_the_cli_ends_with_the_table(root, capsys):
+    from a2c.cli import main
+
+    first = json.loads((root / "run" / "timings.json").read_text())
+    config = root / "exp.yaml"
+    config.write_text(json.dumps(_config(root).model_dump(mode="json")))
+    assert main(["run", str(config), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    again = json.loads((root / "run" / "timings.json").read_text())
+    # a fully reused rerun keeps every stage's original seconds and says what it took itself
+    assert again["stages"] == first["stages"] and again["seconds"] == pytest.approx(
+        sum(s["seconds"] for s in first["stages"].values()))
+    assert again["last_invocation"]["ran"] == [] and again["last_invocation"]["seconds"] > 0
+    assert "| method | model | R1-A |" in out and "Before → after Ask-to-Choose" in out
+    assert out.rstrip().endswith(f"report: {root / 'run' / 'report.md'}")
+    assert main(["run", str(config), "--no-progress", "--quiet"]) == 0
+    assert "| method |" not in capsys.readouterr().out

@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="start over when the run folder holds a run of another experiment (name), "
                         "or use a non-empty folder that holds no a2c run")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true",
+                        help="do not print the result table at the end (the run folder has it in report.md)")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the request/judge cache (every model call runs; an "
                         "interrupted stage then restarts from its beginning)")
@@ -51,5 +53,8 @@ def _run(args: argparse.Namespace) -> int:
     result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
                             log=print)
     print(result.summary_table())
-    print(f"run folder: {result.folder}  (report: {result.folder / 'report.md'})")
+    headline = result.task.headline if result.task is not None else None
+    if headline is not None and result.summary is not None and not args.quiet:
+        print("\n" + headline(result.summary))
+    print(f"\nrun folder: {result.folder}\nreport: {result.folder / 'report.md'}")
     return 0

@@ -79,7 +79,11 @@ class Groups:
 
     @property
     def undefined(self) -> str | None:
-        return undefined_reason(int(self.answers.sum()), int(self.accurate.sum()))
+        why = undefined_reason(int(self.answers.sum()), int(self.accurate.sum()))
+        if why is None and len(np.unique(self.scores[self.answers > 0])) < 2:
+            # one score for every answer ranks nothing: AUROC 0.5 and PRR 0 would look like measured chance
+            return "constant"
+        return why
 
 
 def _group_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:

@@ -7,7 +7,7 @@ from typing import Any
 
 from a2c.data import QARecord, load_records
 from a2c.qa.config import ExperimentConfig
-from a2c.qa.report import write_report
+from a2c.qa.report import before_after_table, write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
 from a2c.qa.stages import METRICS_STAGE, STAGES, qa_context
 from a2c.qa.summary import QASummary, read_summary
@@ -46,7 +46,15 @@ def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
     return flat
 
 
+def headline(summary: QASummary) -> str:
+    """The before → after table and how to read it: what `a2c run` ends with."""
+    return (before_after_table(summary).markdown() + "\n\nBefore → after Ask-to-Choose, means over "
+            f"{summary.counts.questions} questions: accuracy columns are the share of answers closer to a "
+            "correct than to an incorrect reference; consistency columns are mean Cons_sem per judge "
+            "(higher = more consistent; entropy: lower).")
+
+
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
                 context=qa_context, stages=STAGES,
                 rescore=(METRICS_STAGE,), summary=SUMMARY, read_summary=_summary, write_report=write_report,
-                metrics=METRICS, flatten=flatten)
+                metrics=METRICS, flatten=flatten, headline=headline)

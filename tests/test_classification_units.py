@@ -270,3 +270,13 @@ def test_written_negations_must_negate(sentence, written, problem):
     from a2c.classification.rewrite import negation_problem
 
     assert negation_problem(sentence, written) == problem
+
+
+def test_a_constant_labeller_is_warned_about_and_a_varied_one_is_not():
+    from a2c.classification.report import constant_labeller_warning
+
+    warning = constant_labeller_warning({"entailment": 1, "neutral": 0, "contradiction": 39, "unparsed": 5})
+    assert warning is not None and "98% of the inputs `contradiction`" in warning and "C_R" in warning
+    varied = {"entailment": 3, "neutral": 0, "contradiction": 37, "unparsed": 0}
+    assert constant_labeller_warning(varied) is None
+    assert constant_labeller_warning({"entailment": 0, "unparsed": 4}) is None  # nothing labelled: no claim

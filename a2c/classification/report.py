@@ -31,8 +31,10 @@ def _contrast(s: ContrastSuite | None, model: str) -> list[str]:
              str(r.bundles), _pct(r.accuracy), _pct(r.consistency), _pct(r.relative_consistency)]
             for r in s.rows]
     out += _table(["model", "bundle size b", "bundles", "accuracy", "consistency", "RC"], rows)
+    mixed = any(r.bundle_size is None for r in s.rows)
     out.append(f"Unparsed replies (scored as not correct): {s.unparsed}; bundles of one item left out: "
-               f"{s.single_bundles}. RC needs bundles of one size, so it is n/a over mixed sizes.")
+               f"{s.single_bundles}." + (" RC needs bundles of one size, so it is n/a over mixed sizes."
+                                         if mixed else ""))
     return [*out, ""]
 
 
@@ -66,7 +68,7 @@ def _becel(s: BecelSuite | None, model: str) -> list[str]:
     out += _table(["model", "τsem", "τneg", "τsym", "τtrn", "τadd"],
                   [[model, _paired(s.semantic), _paired(s.negational), _paired(s.symmetric),
                     _conditional(s.transitive), _conditional(s.additive)]])
-    left = {k: getattr(s, k).unparsed for k in ("semantic", "negational", "symmetric")}
+    left = ", ".join(f"{k} {getattr(s, k).unparsed}" for k in ("semantic", "negational", "symmetric"))
     origins = ", ".join(f"{k}: {v}" for k, v in s.negation_origins.items()) or "none"
     out.append(f"τsem pairs each item with each of its paraphrases, τneg with its negation (origin — "
                f"{origins}), τsym with its premise/hypothesis swap (symmetric labels only); τtrn/τadd count "
@@ -87,10 +89,34 @@ def _calm(s: CalmSuite | None, model: str) -> list[str]:
     return [*out, ""]
 
 
+CONSTANT_SHARE = 0.95  # a labeller that gives one label this often is treated as constant
+
+
+def constant_labeller_warning(label_counts: dict[str, int]) -> str | None:
+    """A warning when one label is (nearly) all the model gives: a constant labeller is trivially
+    consistent, so the suites' consistency says nothing about the model's understanding."""
+    given = {label: n for label, n in label_counts.items() if label != "unparsed"}
+    total = sum(given.values())
+    if not total:
+        return None
+    label, n = max(given.items(), key=lambda item: item[1])
+    if n / total < CONSTANT_SHARE:
+        return None
+    return (f"**Warning: the model labels {n / total:.0%} of the inputs `{label}`.** A (nearly) "
+            "constant labeller is consistent by construction: C_R, C_S and P_C come out near 100 and "
+            "τsem, τsym near 0 whatever the inputs mean; τneg is near 100 when negation should flip "
+            f"`{label}` (near 0 when it should keep it); accuracy and RC reflect only how often the gold "
+            f"label is `{label}`. Read these numbers as a property of the prompt and model size, not as "
+            "consistency (a larger model, or `labeling.calibration: content_free`, may help).")
+
+
 def render_report(summary: Summary) -> str:
     model = summary.model
     lines = [f"# {summary.name}: consistency suites", "",
              f"{summary.items} items (+{summary.derived_items} derived), model `{model}`.", ""]
+    warning = constant_labeller_warning(summary.label_counts)
+    if warning is not None:
+        lines += [warning, ""]
     lines += _contrast(summary.contrast, model)
     lines += _paraphrastic(summary.paraphrastic, model)
     lines += _becel(summary.becel, model)

@@ -179,3 +179,16 @@ def test_signal_without_an_accurate_answer_is_reported_undefined_not_nan(run_dir
     assert "undefined (no answer is accurate)" in (path / "report.md").read_text()
     assert "nan" not in (path / "table_signal.csv").read_text().lower()
     assert (path / "accuracy_vs_rejection.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_counts_name_their_rows_and_the_plots_say_what_they_show(run_dir):
+    from a2c.qa.report import PARSE_METHOD_ROWS, counts_table
+
+    path, _ = run_dir
+    summary = QASummary.model_validate_json((path / "summary.json").read_text())
+    names = [row[0] for row in counts_table(summary).rows]
+    assert "rank replies read by option number" in names and "rank replies naming no option" in names
+    assert not any(name.startswith("replies parsed by") for name in names)
+    assert set(PARSE_METHOD_ROWS) == {"number", "letter", "text", "idk", "unparsed"}
+    write_report(RunFolder(path))
+    assert (path / "metric_correlations.png").read_bytes()[:4] == b"\x89PNG"

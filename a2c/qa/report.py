@@ -32,6 +32,12 @@ PLOT_REJECTION = RunFile("accuracy_vs_rejection.png")
 REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS,
                 TABLE_SIGNAL, PLOT_REJECTION)
 METHOD_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
+# how a rank reply was read (`ParseMethod`), as the counts table names it
+PARSE_METHOD_ROWS = {"number": "rank replies read by option number",
+                     "letter": "rank replies read by option letter",
+                     "text": "rank replies read by an option's text",
+                     "idk": "rank replies read by \"don't know\" wording (not by number)",
+                     "unparsed": "rank replies naming no option"}
 
 
 # -- tables -----------------------------------------------------------------------------------------------
@@ -90,10 +96,11 @@ def counts_table(summary: QASummary) -> Table:
         rows += [["paraphrases", str(counts.paraphrases)],
                  ["paraphrases failed", str(counts.paraphrases_failed)]]
     for source, c in counts.choices.items():
-        rows += [[f"rank prompts ({source})", str(c.rank_prompts)], [f"unparsed ({source})", str(c.unparsed)],
-                 [f"don't know ({source})", str(c.idk)]]
+        rows += [[f"rank prompts ({source})", str(c.rank_prompts)],
+                 [f"rank replies naming no option ({source})", str(c.unparsed)],
+                 [f"rank replies choosing \"don't know\" ({source}; any way of naming it)", str(c.idk)]]
     rows.append(["prompts cut to fit context", str(counts.prompts_cut_to_fit_context)])
-    rows += [[f"replies parsed by {m}", str(n)] for m, n in counts.parse_methods.items()]
+    rows += [[PARSE_METHOD_ROWS[m], str(n)] for m, n in counts.parse_methods.items()]
     rows += [[f"sets with < 2 outputs ({g.method}, {g.phase})", str(g.cons_lex.skipped)]
              for g in summary.groups]
     return Table(["count", "value"], rows)
@@ -178,17 +185,18 @@ def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: QASummary) 
     markers = {"before": "o", "after": "^"}
     colours = {"paraphrase": "tab:blue", "temperature": "tab:orange"}
     for g in summary.groups:
-        part = [(cons, accuracy.max_true) for r in rows if r.source == g.method and r.phase == g.phase
+        part = [(cons, accuracy.acc) for r in rows if r.source == g.method and r.phase == g.phase
                 and (cons := r.judges[judge].cons_sem) is not None and (accuracy := r.accuracy.get(sim))]
         label = f"{METHOD_LABELS[g.method]}, {g.phase} A2C"
         ax.scatter([x for x, _ in part], [y for _, y in part], s=12, alpha=0.35,
                    marker=markers[g.phase], color=colours[g.method])
-        x, y = g.consistency[judge].mean, g.accuracy[sim].max_true.mean
+        x, y = g.consistency[judge].mean, g.accuracy[sim].acc.mean
         if x is not None and y is not None:
             ax.scatter([x], [y], s=140, marker=markers[g.phase], color=colours[g.method],
                        edgecolor="black", label=label)
     ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
-    ax.set_ylabel(f"accuracy ({similarity_label(sim).split(' ')[0]} max_true)")
+    ax.set_ylabel(f"accuracy ({similarity_label(sim).split(' ')[0]}: share of answers closer to a correct "
+                  "reference)", fontsize=8)
     ax.set_title(f"{summary.name}: {summary.model}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -228,8 +236,13 @@ def plot_rejection(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
             why = next((g.undefined for g in mine.values()), "no reference answers")
             ax.text(0.5, 0.5, f"undefined: {why}", ha="center", va="center", transform=ax.transAxes)
             continue
+        # metrics that rank the answers alike draw the same curve: one line, labelled with all of them
+        curves: dict[bytes, tuple[list[str], tuple[np.ndarray, np.ndarray]]] = {}
         for name, g in defined.items():
-            ax.plot(*rejection_curve(g), label=name, linewidth=1.2)
+            x, y = rejection_curve(g)
+            curves.setdefault(np.round(y, 9).tobytes(), ([], (x, y)))[0].append(name)
+        for k, (names, (x, y)) in enumerate(curves.values()):
+            ax.plot(x, y, label=" = ".join(names), linewidth=1.2, linestyle=("-", "--", "-.", ":")[k % 4])
         first = next(iter(defined.values()))
         ax.plot(*oracle_curve(first), linestyle="--", color="black", label="oracle")
         ax.axhline(first.accurate.sum() / first.answers.sum(), linestyle=":", color="grey", label="random")
@@ -258,10 +271,12 @@ def signal_table(summary: QASummary) -> Table:
                   "PRR [95% CI]"], rows)
 
 
-def plot_correlations(names: list[str], matrix: np.ndarray) -> bytes:
+def plot_correlations(names: list[str], matrix: np.ndarray, sets: int) -> bytes:
     """Figure 4 analogue (PNG): Spearman ρ between the metrics (and human labels when given)."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(names), 0.6 + 0.6 * len(names)))
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(names), 1.0 + 0.6 * len(names)))
+    ax.set_title(f"Spearman ρ between metrics, n = {sets} answer sets (question × source × phase)",
+                 fontsize=8)
     image = ax.imshow(np.nan_to_num(matrix), vmin=-1, vmax=1, cmap="coolwarm")
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(names)), names, fontsize=8)
@@ -307,7 +322,7 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
                             for lab in (labels.get((r.id, r.source, r.phase)) for r in rows)]
     names, matrix = correlations(columns)
     store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(rows, summary))
-    store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix))
+    store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix, len(rows)))
     store.write_bytes(PLOT_REJECTION.name, plot_rejection(rows, summary))
 
     if not with_refs:

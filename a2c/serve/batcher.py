@@ -87,6 +87,7 @@ class Batcher(Generic[T, R]):
     def abandon(self, job: Job[T, R]) -> None:
         """The client stopped waiting: a queued job is dropped (its slot freed); a running one finishes."""
         if not job.abandoned and job.started is None:
+            self._waiting.remove(job)
             self._pending -= 1
         job.abandoned = True
 
@@ -97,15 +98,16 @@ class Batcher(Generic[T, R]):
                 await self._arrived.wait()
             if len(self._waiting) < self.max_batch and self.window > 0:
                 self._full.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._full.wait(), self._waiting[0].arrived + self.window
-                                           - time.monotonic())
-            batch: list[Job[T, R]] = []
-            while self._waiting and len(batch) < self.max_batch:
-                job = self._waiting.popleft()
-                if not job.abandoned:
-                    batch.append(job)
-            if batch:
+                # asyncio.wait, not wait_for: Python 3.11's wait_for drops a cancel (stop) that arrives as
+                # the event is set
+                full = asyncio.ensure_future(self._full.wait())
+                closes = self._waiting[0].arrived + self.window
+                try:
+                    await asyncio.wait({full}, timeout=closes - time.monotonic())
+                finally:
+                    full.cancel()
+            batch = [self._waiting.popleft() for _ in range(min(self.max_batch, len(self._waiting)))]
+            if batch:  # empty when every waiting job was abandoned during the window
                 return batch
 
     async def _in_thread(self, items: list[T]) -> Sequence[R | Exception]:

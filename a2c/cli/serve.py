@@ -147,8 +147,11 @@ def _sigterm_exits_cleanly() -> Iterator[None]:
 
 
 def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so a busy port is a one-line error. Its protocol is named: asyncio
+    turns Nagle off only on sockets whose `proto` says TCP, and with Nagle on every response waited ~40 ms
+    for the client's delayed ACK."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -238,7 +238,10 @@ def create_app(state: ServeState) -> FastAPI:
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "pending": state.batcher.pending}
+        """Liveness, with the counters a load test reads: batches, their generate steps, samples generated."""
+        recorder = state.engine.recorder
+        return {"status": "ok", "pending": state.batcher.pending, "batches": state.batcher.batches,
+                "steps": recorder.steps, "model_calls": recorder.stats.generated}
 
     @app.get("/ready")
     async def ready() -> JSONResponse:

@@ -56,6 +56,7 @@ class Answered:
     usage: Usage
     pass_usage: Usage  # the whole batched pass this question went through
     pass_questions: int
+    pass_steps: int  # its generate calls: the upstream round trips of the pass (each a wave of requests)
     pass_seconds: float
 
 
@@ -109,7 +110,8 @@ class Engine:
         self.recorder.take()  # what an earlier, failed pass left
         choices = wrapper(self.recorder, settings).answer_many([a.question for a in asks])
         consistency = self._consistency(settings, [a.question for a in asks], choices)
-        usage, total = attribute(self.recorder.take(), choices)
+        calls = self.recorder.take()
+        usage, total = attribute(calls, choices)
         techniques = [t.name for t in settings.variation.resolved_techniques()]
         seconds = time.monotonic() - started
         out = []
@@ -117,7 +119,7 @@ class Engine:
             answered = {g.slot for g in choice.generations if g.source == "paraphrase"}
             failed = [name for slot, name in enumerate(techniques) if slot not in answered]
             out.append(Answered(choice, sets, settings.entropy_judge_name, failed, spent, total, len(asks),
-                                seconds))
+                                len(calls), seconds))
         return out
 
     def _consistency(self, settings: ExperimentConfig, questions: list[str],

@@ -163,6 +163,7 @@ class Tokens(BaseModel):
 
 class BatchInfo(BaseModel):
     questions: int  # questions answered in the same batched pass
+    steps: int  # its generate calls: upstream round trips, each one wave of concurrent requests
     model_calls: int  # samples the whole pass generated
     seconds: float
     queued_seconds: float  # this request's wait before its pass started
@@ -228,7 +229,8 @@ def evidence(answered: Answered, settings: dict[str, Any] | None, queued: float,
         model_calls=answered.usage.model_calls,
         tokens=Tokens(prompt=answered.usage.prompt_tokens, completion=answered.usage.completion_tokens,
                       cached_samples=answered.usage.cached),
-        batch=BatchInfo(questions=answered.pass_questions, model_calls=answered.pass_usage.model_calls,
+        batch=BatchInfo(questions=answered.pass_questions, steps=answered.pass_steps,
+                        model_calls=answered.pass_usage.model_calls,
                         seconds=round(answered.pass_seconds, 3), queued_seconds=round(queued, 3)),
         settings=settings or {}, ignored=ignored)
 

@@ -179,6 +179,7 @@ def _serve(args: argparse.Namespace) -> int:
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     generator = build_generator(config.generator)  # an in-process model loads here, before we listen
     state = build_state(config, generator, api_key=api_key)
+    state.engine.judges(config.defaults)  # so do the default judges' models: a missing one fails now
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     access = logging.getLogger(ACCESS_LOG)

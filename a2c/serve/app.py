@@ -31,12 +31,9 @@ from a2c.serve.config import ServeConfig, SettingsError, override, settings_json
 from a2c.serve.engine import Answered, Ask, Engine
 from a2c.serve.errors import APIError, bad_request, mask_secrets
 from a2c.serve.schema import (
-    ChatRequest,
-    CompletionRequest,
+    ENDPOINTS,
     Endpoint,
-    chat_question,
     completion_body,
-    completion_question,
     evidence,
     ignored_fields,
     parse_request,
@@ -155,7 +152,6 @@ def create_app(state: ServeState) -> FastAPI:
             await state.batcher.stop()
 
     app = FastAPI(title="a2c serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.serve = state
 
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -187,15 +183,9 @@ def create_app(state: ServeState) -> FastAPI:
     async def serve_completion(request: Request, endpoint: Endpoint) -> Response:
         state.check_key(request)
         body = await read_json(request, state.config.server.max_body_bytes)
-        if endpoint == "chat":
-            chat = parse_request(ChatRequest, body)
-            assert isinstance(chat, ChatRequest)
-            question, unused = chat_question(chat)
-            parsed: ChatRequest | CompletionRequest = chat
-        else:
-            completion = parse_request(CompletionRequest, body)
-            assert isinstance(completion, CompletionRequest)
-            question, unused, parsed = completion_question(completion), [], completion
+        model, question_of = ENDPOINTS[endpoint]
+        parsed = parse_request(model, body)
+        question, unused = question_of(parsed)
         ignored = ignored_fields(body) + unused
         if parsed.model is not None and parsed.model != state.model:
             ignored.append(f"model ({parsed.model} is served by {state.model})")

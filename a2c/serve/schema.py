@@ -12,7 +12,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -70,6 +70,9 @@ class ChatMessageIn(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+RequestT = TypeVar("RequestT", bound=_Request)
+
+
 class ChatRequest(_Request):
     messages: list[ChatMessageIn] = Field(min_length=1)
 
@@ -78,7 +81,7 @@ class CompletionRequest(_Request):
     prompt: str | list[str]
 
 
-def parse_request(model: type[_Request], body: Any) -> _Request:
+def parse_request(model: type[RequestT], body: Any) -> RequestT:
     """The request, or a 400 naming the first field at fault (refused fields first)."""
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
@@ -116,13 +119,14 @@ def chat_question(request: ChatRequest) -> tuple[str, list[str]]:
     return content, unused
 
 
-def completion_question(request: CompletionRequest) -> str:
+def completion_question(request: CompletionRequest) -> tuple[str, list[str]]:
+    """The prompt (one per request), and nothing unused."""
     prompts = [request.prompt] if isinstance(request.prompt, str) else request.prompt
     if len(prompts) != 1:
         raise bad_request(f"give one prompt per request, got {len(prompts)}: {_ONE_CHOICE}", param="prompt")
     if not prompts[0].strip():
         raise bad_request("the prompt is empty", param="prompt")
-    return prompts[0]
+    return prompts[0], []
 
 
 # -- responses ---------------------------------------------------------------------------------------------
@@ -242,6 +246,11 @@ def usage_of(answered: Answered) -> Usage:
 
 
 Endpoint = Literal["chat", "completions"]
+# per endpoint: its request model and how to read the question from it
+ENDPOINTS: dict[Endpoint, tuple[type[_Request], Callable[[Any], tuple[str, list[str]]]]] = {
+    "chat": (ChatRequest, chat_question),
+    "completions": (CompletionRequest, completion_question),
+}
 
 
 def response_id(endpoint: Endpoint) -> str:

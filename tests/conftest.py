@@ -102,7 +102,7 @@ def free_port() -> int:
 
 
 def wait_until_answering(base_url: str, proc: Any, timeout: float, what: str,
-                         log: Path | None = None) -> None:
+                         log: Path | None = None, headers: dict[str, str] | None = None) -> None:
     """Return once an OpenAI-compatible server answers `/models`; RuntimeError if its process `proc`
     exits first (with the tail of `log`, when given) or `timeout` seconds pass."""
     import time
@@ -115,7 +115,7 @@ def wait_until_answering(base_url: str, proc: Any, timeout: float, what: str,
             tail = f":\n{log.read_text(errors='replace')[-2000:]}" if log is not None else ""
             raise RuntimeError(f"{what} exited with {proc.returncode}{tail}")
         try:
-            if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+            if httpx.get(f"{base_url}/models", timeout=2, headers=headers).status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -124,9 +124,10 @@ def wait_until_answering(base_url: str, proc: Any, timeout: float, what: str,
 
 
 class LlamaServer:
-    """llama.cpp's OpenAI-compatible server on the embedded SmolLM2 GGUF, on a free 127.0.0.1 port."""
+    """llama.cpp's OpenAI-compatible server on the embedded SmolLM2 GGUF, on a free 127.0.0.1 port; with
+    `api_key`, it answers only requests bearing that key."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, api_key: str | None = None) -> None:
         import subprocess
         import sys
 
@@ -134,17 +135,20 @@ class LlamaServer:
 
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.api_key = api_key
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf(DEFAULT_MODEL)),
              "--model_alias", DEFAULT_MODEL, "--host", "127.0.0.1", "--port", str(self.port),
-             "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"],
+             "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False",
+             *(["--api_key", api_key] if api_key else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         try:
-            wait_until_answering(self.base_url, self.proc, timeout, "llama.cpp server")
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None
+            wait_until_answering(self.base_url, self.proc, timeout, "llama.cpp server", headers=headers)
         except RuntimeError:
             self.stop()
             raise

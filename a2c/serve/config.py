@@ -1,0 +1,148 @@
+"""What `a2c serve` is configured with: the answer settings every request starts from, the generator it
+asks, and the server's own limits.
+
+The answer settings are the run config's own sections (`seed`, `variation`, `judges`, `entropy_judge`,
+`a2c`), validated by the run config's model, so a served answer and an `a2c run` answer are configured
+alike and a typo fails the same way. A request may override them in its `a2c` object; the generator and
+the limits are the operator's alone (a request never picks the upstream or its key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from a2c.errors import A2CError
+from a2c.files import parse_yaml, read_text
+from a2c.llm import GeneratorConfig
+from a2c.qa.config import ExperimentConfig
+
+SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "a2c")  # per request
+_MERGED_KEYS = frozenset({"variation", "a2c"})  # a request's keys go on top of the server's, not instead
+FILE_KEYS: tuple[str, ...] = ("generator", "server", *SETTING_KEYS)
+
+
+class SettingsError(A2CError, ValueError):
+    """Answer settings that do not validate; `param` is the dotted key at fault (for a 400's `param`)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class ServerOptions(BaseModel):
+    """The server's limits and batching (the `server:` section of a serve config, or the flags)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8100, ge=0, le=65535)
+    # gathering window: requests arriving within it of the first waiting one share one batched pass
+    batch_window: float = Field(0.05, ge=0, allow_inf_nan=False)
+    max_batch: int = Field(64, ge=1)  # questions per batched pass; a full batch goes without waiting
+    max_pending: int = Field(256, ge=1)  # requests queued or being answered; more are refused with 429
+    deadline: float = Field(600.0, gt=0, allow_inf_nan=False)  # seconds per request, queue included
+    max_body_bytes: int = Field(1_048_576, ge=1)
+    log_requests: bool = False  # put the question of each request in the access log
+
+
+def describe(exc: ValidationError, prefix: str) -> tuple[str, str]:
+    """A pydantic error as `(message, dotted key)`: unknown keys named as such, one problem per key."""
+    messages: dict[str, str] = {}
+    for error in exc.errors(include_url=False):
+        # union branches ('str', 'TechniqueConfig') are not keys
+        loc = [str(p) for p in error["loc"] if isinstance(p, int) or (not p[:1].isupper() and p != "str")]
+        key = ".".join([prefix, *loc]) if prefix else ".".join(loc) or "(top level)"
+        messages.setdefault(key, "unknown key" if error["type"] == "extra_forbidden" else error["msg"])
+    first = next(iter(messages))
+    return "; ".join(f"{key}: {msg}" for key, msg in messages.items()), first
+
+
+def answer_settings(values: dict[str, Any], where: str) -> ExperimentConfig:
+    """Validate answer settings (keys of SETTING_KEYS) with the run config's model; `where` prefixes keys."""
+    unknown = [k for k in values if k not in SETTING_KEYS]
+    if unknown:
+        key = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise SettingsError(f"{key}: unknown key; settings are {', '.join(SETTING_KEYS)}", key)
+    try:
+        return ExperimentConfig.model_validate({"name": "ask-to-choose", **values})
+    except ValidationError as exc:
+        message, key = describe(exc, where)
+        raise SettingsError(message, key) from None
+
+
+def override(defaults: ExperimentConfig, given: Any, where: str = "a2c") -> ExperimentConfig:
+    """The server's settings with a request's `a2c` object on top: `variation` and `a2c` key by key, the
+    rest replaced. Judges given without `entropy_judge` also reset it (the old one may not be among them)."""
+    if not given:
+        return defaults
+    if not isinstance(given, dict):
+        raise SettingsError(f"{where}: expected an object of settings ({', '.join(SETTING_KEYS)})", where)
+    merged = defaults.model_dump(mode="json", include=set(SETTING_KEYS))
+    for key, value in given.items():
+        if key in _MERGED_KEYS and isinstance(value, dict) and key in merged:
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    if "judges" in given and "entropy_judge" not in given:
+        merged["entropy_judge"] = None
+    return answer_settings(merged, where)
+
+
+def settings_json(config: ExperimentConfig) -> dict[str, Any]:
+    """The answer settings of a config as JSON (what a response echoes and batches are grouped by)."""
+    return config.model_dump(mode="json", include=set(SETTING_KEYS))
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    generator: GeneratorConfig
+    defaults: ExperimentConfig  # the answer settings a request starts from
+    server: ServerOptions
+
+
+class ServeConfigError(A2CError):
+    """A serve config file that is missing, not YAML, or does not validate."""
+
+
+def read_serve_file(path: Path) -> dict[str, Any]:
+    """The sections of a serve config file, their keys checked (values are validated with the flags)."""
+    text = read_text(path, ServeConfigError, what="serve config", hint="a serve config is YAML text")
+    data, _ = parse_yaml(text, str(path), ServeConfigError)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ServeConfigError(f"{path}: expected a mapping of sections ({', '.join(FILE_KEYS)})")
+    unknown = [k for k in data if k not in FILE_KEYS]
+    if unknown:
+        raise ServeConfigError(f"{path}: {unknown[0]}: unknown key; sections are {', '.join(FILE_KEYS)}")
+    return data
+
+
+def _section(file: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    value = file.get(name) or {}
+    if not isinstance(value, dict):
+        raise ServeConfigError(f"{source}: {name}: expected a mapping of settings")
+    return value
+
+
+def build_serve_config(file: dict[str, Any], generator: dict[str, Any], server: dict[str, Any],
+                       source: str = "serve config") -> ServeConfig:
+    """Validate the file's sections with the flags' values (`generator`, `server`) on top of them."""
+    # a served model answers fresh by default: the request cache is on only when given
+    sections = {"generator": {"cache": None, **_section(file, "generator", source), **generator},
+                "server": {**_section(file, "server", source), **server}}
+    built: dict[str, Any] = {}
+    for name, model in (("generator", GeneratorConfig), ("server", ServerOptions)):
+        try:
+            built[name] = model.model_validate(sections[name])
+        except ValidationError as exc:
+            raise ServeConfigError(f"{source}: {describe(exc, name)[0]}") from None
+    try:
+        defaults = answer_settings({k: v for k, v in file.items() if k in SETTING_KEYS}, "")
+    except SettingsError as exc:
+        raise ServeConfigError(f"{source}: {exc}") from None
+    return ServeConfig(built["generator"], defaults, built["server"])

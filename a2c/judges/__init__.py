@@ -6,8 +6,9 @@ YAML. What a judge accepts is its class's `Options` model (a `JudgeOptions`), ch
 configs, presets and Python.
 """
 
+from a2c.hub import ModelNotFoundError
 from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
-from a2c.judges.hf import LabelError, ModelNotFoundError, PromptError, TruncationWarning
+from a2c.judges.hf import LabelError, PromptError, TruncationWarning
 from a2c.judges.presets import (
     JudgePreset,
     JudgeSpec,

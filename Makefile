@@ -31,6 +31,7 @@ setup-vllm:
 
 test:
 	$(BIN)/ruff check a2c tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo 'pytest collected no tests'; exit 0; fi; exit $$rc
 
 lint:

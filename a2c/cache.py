@@ -134,9 +134,11 @@ class Cache:
         with self._lock:
             conn = self._connect()
             if namespace is None:
-                return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+                total: int = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+                return total
             row = conn.execute("SELECT COUNT(*) FROM entries WHERE namespace = ?", (namespace,)).fetchone()
-            return row[0]
+            count: int = row[0]
+            return count
 
     def close(self) -> None:
         with self._lock:

@@ -62,7 +62,7 @@ class Registry(Generic[T]):
             raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} Known: {known}.") from None
         if isinstance(entry, str):
             entry = self._entries[name] = self._load(name, entry)
-        return cast(T, entry)
+        return entry
 
     def _load(self, name: str, target: str) -> T:
         module, _, attr = target.partition(":")

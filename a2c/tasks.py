@@ -76,7 +76,8 @@ def parse_config(text: str, source: str = "<config>") -> RunConfig:
     except UnknownNameError as exc:
         line = _node_line(root, ("task",))
         raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None
-    return validate_config(task.config, data, root, source)
+    config: RunConfig = validate_config(task.config, data, root, source)  # each task's own model
+    return config
 
 
 def load_config(path: str | Path) -> RunConfig:

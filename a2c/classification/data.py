@@ -6,7 +6,7 @@ label outside the declared set, a pair without a hypothesis, a derived item whos
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,11 @@ class ClassificationItem:
         value = getattr(self, name)
         assert isinstance(value, str), name
         return value
+
+    def with_field(self, name: str, text: str) -> ClassificationItem:
+        """A copy with text field `name` replaced (by its paraphrase or negation)."""
+        changes: dict[str, Any] = {name: text}
+        return replace(self, **changes)
 
 
 def builtin_path(name: str) -> Path:

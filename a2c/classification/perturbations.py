@@ -73,7 +73,7 @@ def original(item: ClassificationItem, config: ClassificationConfig, rewrites: R
 def paraphrase(item: ClassificationItem, config: ClassificationConfig, rewrites: Rewrites) -> list[InputRow]:
     """Paper 003: the target field replaced by each LLM paraphrase that passed its checks (same label)."""
     return [_row(item, "paraphrase", r.slot, r.technique,
-                 render(replace(item, **{config.paraphrase_field: r.text}), config))
+                 render(item.with_field(config.paraphrase_field, r.text), config))
             for r in rewrites.get((item.id, "paraphrase"), []) if r.ok]
 
 
@@ -93,7 +93,7 @@ def negation(item: ClassificationItem, config: ClassificationConfig, rewrites: R
             return []
         text, origin = written[0].text, "llm"
         gold = config.suites.becel.negation_labels[item.label]
-    return [_row(item, "negation", 0, origin, render(replace(item, **{field: text}), config), gold)]
+    return [_row(item, "negation", 0, origin, render(item.with_field(field, text), config), gold)]
 
 
 @_register("symmetric", lambda config: config.suites.becel.enabled and _pairs(config))
@@ -125,7 +125,7 @@ def signal_texts(text: str, symbols: list[str], indicators: tuple[str, str], sep
         if len(symbol) == 1:
             out.append(by_suffix[symbol])
         else:
-            left, right = symbol
+            left, right = tuple(symbol)  # the two characters that wrap the indicator
             out.append(f"{left}{pair.first_indicator}{right} {pair.first_text}{pair.gap}"
                        f"{left}{pair.second_indicator}{right} {pair.second_text}")
     return out

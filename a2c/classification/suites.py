@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -243,7 +243,7 @@ class KindCounts:
     accuracy: float  # share of inputs labelled with their gold label (unparsed: not correct)
 
 
-SCHEMA_VERSION = 2  # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key)
+SCHEMA_VERSION: Final = 2  # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key)
 
 
 class Summary(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from fractions import Fraction
 from pathlib import Path
 
 from a2c.errors import A2CError
@@ -48,7 +49,7 @@ def rc_grids(n_bundles: int, bundle_size: int) -> tuple[list[list[float]], list[
     prob = [[math.nan] * cols for _ in range(rows)]
     cdf = [[math.nan] * cols for _ in range(rows)]
     for a in range(cols):
-        running = 0
+        running = Fraction(0)
         for c, p in consistency_distribution(n_bundles, a, bundle_size).items():
             running += p
             prob[c][a] = float(p)

@@ -167,6 +167,8 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.questions is not None:
         if args.question is not None:
             raise ProbeInputError("give one question or --questions FILE, not both")
+        from pydantic import ValidationError
+
         from a2c.data import ColumnMap, load_records
 
         columns: dict[str, str] = {}
@@ -177,7 +179,7 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
             columns[field.strip()] = name.strip()
         try:
             column_map = ColumnMap(**columns)
-        except ValueError as exc:
+        except ValidationError as exc:
             raise ProbeInputError(f"--column: {exc.errors()[0]['loc'][0]}: not a field; fields are "
                                   f"{', '.join(ColumnMap.model_fields)}") from None
         return [(r.id, r.question) for r in load_records("file", args.questions, columns=column_map)]
@@ -196,7 +198,7 @@ def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], j
 
     results = []
     for (qid, question), choice in zip(asked, choices, strict=True):
-        sets = {}
+        sets: dict[str, SetResult] = {}
         for source in SOURCES:
             pairs = [(g, t) for g, t in zip(choice.generations, choice.candidates, strict=True)
                      if g.source == source]

@@ -59,7 +59,7 @@ def _text(row: Row, column: str | None) -> str:
     raise DatasetError(f"{row.where}: column {column!r} holds {type(value).__name__} {value!r}, not text")
 
 
-def _items(row: Row, column: str, values: Iterable[Any]) -> tuple[str, ...]:
+def _items(row: Row, column: str | None, values: Iterable[Any]) -> tuple[str, ...]:
     items = []
     for value in values:
         if not isinstance(value, str):

@@ -44,11 +44,16 @@ class Judge(Protocol):
     """Pairwise agreement between outputs: scores in [0, 1], one n×n matrix per question; `stats` counts
     the pairs of the last pass, so runs report pairs scored vs served from the cache."""
 
-    name: str
     directional: bool  # s(a, b) may differ from s(b, a); the matrix stores both directions
-    higher_is_consistent: bool  # False for `contra`, where a high score means disagreement
     threshold: float
     stats: JudgeStats
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def higher_is_consistent(self) -> bool:  # False for `contra`, where a high score means disagreement
+        ...
 
     def matrices(self, questions: Sequence[str], outputs_per_question: Sequence[Sequence[str]]
                  ) -> list[np.ndarray]:
@@ -208,10 +213,10 @@ class PairwiseJudge:
                     cols.append(j)
             scatter.append((result[-1], np.array(rows, int), np.array(cols, int), np.array(slots, int)))
         scores = self._lookup_or_score(list(index))
-        for out, rows, cols, slots in scatter:
-            out[rows, cols] = scores[slots]
+        for out, at_rows, at_cols, at_slots in scatter:
+            out[at_rows, at_cols] = scores[at_slots]
             if not self.directional:
-                out[cols, rows] = scores[slots]
+                out[at_cols, at_rows] = scores[at_slots]
         return result
 
     def _lookup_or_score(self, pairs: list[Pair]) -> np.ndarray:
@@ -222,7 +227,7 @@ class PairwiseJudge:
         cache = self._cache()
         use_cache = not isinstance(cache, NoCache)
         identity = self.identity()
-        keys = [make_key(**identity, question=p.question, a=p.a, b=p.b) if use_cache else None for p in pairs]
+        keys = [make_key(**identity, question=p.question, a=p.a, b=p.b) if use_cache else "" for p in pairs]
         found = cache.get_many(keys, CACHE_NAMESPACE) if use_cache else {}
         todo = []
         for k, key in enumerate(keys):

@@ -88,6 +88,6 @@ def trim_relative_attention(network: Any) -> int:
     for module in network.modules():
         if (isinstance(module, DisentangledSelfAttention) and getattr(module, "relative_attention", False)
                 and all(hasattr(module, name) for name in _NEEDED)):
-            module.disentangled_attention_bias = MethodType(_used_bias, module)
+            module.disentangled_attention_bias = MethodType(_used_bias, module)  # type: ignore[method-assign]
             patched += 1
     return patched

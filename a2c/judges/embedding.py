@@ -63,4 +63,5 @@ class EmbeddingJudge(ModelJudge):
         row = {t: k for k, t in enumerate(texts)}
         first = vectors[[row[p.a] for p in pairs]]
         second = vectors[[row[p.b] for p in pairs]]
-        return np.clip(np.einsum("ij,ij->i", first, second), 0.0, 1.0)
+        cosines: np.ndarray = np.clip(np.einsum("ij,ij->i", first, second), 0.0, 1.0)
+        return cosines

@@ -53,7 +53,8 @@ def _shared(key: tuple[Any, ...], build: Callable[[], T]) -> T:
     loading a model twice and splitting its memo)."""
     if key not in _SHARED:
         _SHARED[key] = build()
-    return _SHARED[key]
+    shared: T = _SHARED[key]
+    return shared
 
 
 def _load(kind: Any, model: str, offline: bool) -> Any:
@@ -310,7 +311,8 @@ class SentenceEncoder(_BatchedModel):
     def unit_vectors(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """The embeddings scaled to length 1, so dot products are cosine similarities."""
         vectors = self.embed(texts, batch_size)
-        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        unit: np.ndarray = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return unit
 
 
 def sentence_encoder(model: str, max_length: int | None = None, offline: bool = False,

@@ -39,7 +39,7 @@ def _build(config: GeneratorConfig) -> CachedGenerator:
 def build_generator(config: GeneratorConfig | None = None, **overrides: object) -> CachedGenerator:
     """The generator for a config (fields may be given as keywords); one instance per process and config."""
     if config is None:
-        config = GeneratorConfig(**overrides)  # type: ignore[arg-type]
+        config = GeneratorConfig(**overrides)
     elif overrides:
         config = config.model_copy(update=overrides)
     return _build(config)

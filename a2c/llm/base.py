@@ -96,9 +96,13 @@ class Generator(Protocol):
     """A text generator: a backend (`transformers`, `vllm`, `openai`) bound to one model; `stats` counts
     its work so runs can report model calls, cache hits and tokens per stage."""
 
-    backend: str
-    model: str
     stats: GenerationStats
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Answer every request, in order; one call per stage, batched by the backend."""

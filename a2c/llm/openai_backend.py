@@ -75,7 +75,7 @@ def _describe(exc: BaseException) -> str:
 class OpenAIBackend:
     backend = "openai"
 
-    truncates_to = None  # the server applies its own context limit
+    truncates_to: int | None = None  # the server applies its own context limit
 
     def __init__(self, config: GeneratorConfig) -> None:
         self.model = config.model

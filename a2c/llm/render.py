@@ -25,4 +25,5 @@ def prompt_text(tokenizer: Any, request: GenerationRequest) -> str:
     if not getattr(tokenizer, "chat_template", None):
         return flatten(request.messages)
     turns = [{"role": m.role, "content": m.content} for m in request.messages]
-    return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+    text: str = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+    return text

@@ -13,7 +13,7 @@ import hashlib
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from a2c.cache import Cache, NoCache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
@@ -126,11 +126,11 @@ class CachedGenerator:
 
         out = [Generation(request=request, completions=[]) for request in requests]
         for s, (r, _) in enumerate(slots):
-            result = results[s]
-            assert result is not None
-            out[r].completions.append(result.completion)
+            sample = results[s]
+            assert sample is not None
+            out[r].completions.append(sample.completion)
             out[r].cached.append(from_cache[s])
-            out[r].prompt_tokens = result.prompt_tokens
+            out[r].prompt_tokens = sample.prompt_tokens
         return out
 
     def _count_truncated(self, cut: list[SampleResult], samples: int) -> None:
@@ -143,12 +143,12 @@ class CachedGenerator:
                       "(context_policy: truncate)", ContextLengthWarning, stacklevel=3)
 
 
-def _to_json(result: SampleResult) -> dict:
+def _to_json(result: SampleResult) -> dict[str, Any]:
     cut = {} if result.truncated_to is None else {"truncated_to": result.truncated_to}
     return {**asdict(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
 
 
-def _from_json(value: dict) -> SampleResult:
+def _from_json(value: dict[str, Any]) -> SampleResult:
     value = dict(value)
     prompt_tokens = value.pop("prompt_tokens", 0)
     truncated_to = value.pop("truncated_to", None)

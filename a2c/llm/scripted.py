@@ -56,7 +56,7 @@ def spread_logprobs(request: GenerationRequest, reply: str, replies: Sequence[st
 
 class ScriptedBackend:
     backend = "scripted"
-    truncates_to = None  # no context to overflow
+    truncates_to: int | None = None  # no context to overflow
 
     def __init__(self, model: str) -> None:
         self.model = model

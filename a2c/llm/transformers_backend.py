@@ -64,7 +64,7 @@ def load_model(name: str, device: str = "cpu") -> tuple[Any, Any]:
     import transformers
 
     source = resolve_model(name)
-    kwargs = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    kwargs: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
 
     def load(loader: Any, **extra: Any) -> Any:
         # a local folder or the HF cache first; a name nothing has is a2c's ModelNotFoundError in seconds
@@ -133,7 +133,7 @@ class TransformersBackend:
         texts = [prompt_text(self.tokenizer, job) for job in jobs]
         encoded = self.tokenizer(texts, add_special_tokens=self.family.add_special_tokens)["input_ids"]
         fitted = [self.guard.fit(ids, job) for ids, job in zip(encoded, jobs, strict=True)]  # refusals first
-        groups: dict[tuple, list[int]] = defaultdict(list)
+        groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         for j, job in enumerate(jobs):
             groups[(job.max_tokens, job.stop, job.logprobs)].append(j)
         for (max_tokens, stop, logprobs), members in groups.items():

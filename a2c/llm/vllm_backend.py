@@ -173,7 +173,7 @@ class VLLMBackend:
         from vllm import SamplingParams
 
         # identical sampled prompts become one request with n= (the CPU engine cannot take per-request seeds)
-        groups: dict[tuple, list[int]] = defaultdict(list)
+        groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         for j, job in enumerate(jobs):
             same = (prompt_text(self.tokenizer, job), job.temperature, job.top_p, job.max_tokens, job.stop,
                     job.logprobs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 
@@ -62,8 +63,8 @@ class PairedDifference:
         return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
 
-def _missing(value: float | None) -> bool:
-    return value is None or math.isnan(value)
+def _defined(value: float | None) -> TypeGuard[float]:
+    return value is not None and not math.isnan(value)
 
 
 def paired_difference_ci(before: Sequence[float | None], after: Sequence[float | None], *,
@@ -80,7 +81,7 @@ def paired_difference_ci(before: Sequence[float | None], after: Sequence[float |
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     kept = [(float(b), float(a)) for b, a in zip(before, after, strict=True)
-            if not (_missing(b) or _missing(a))]
+            if _defined(b) and _defined(a)]
     dropped = len(before) - len(kept)
     n = len(kept)
     if n < 2:

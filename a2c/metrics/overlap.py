@@ -60,7 +60,8 @@ class Ngrams:
 
     def counts(self, n: int) -> np.ndarray:
         """n-grams per text: every window of n tokens inside it."""
-        return np.maximum(self.lengths - n + 1, 0)
+        counts: np.ndarray = np.maximum(self.lengths - n + 1, 0)
+        return counts
 
 
 def question_ngrams(tokens: TokenIds, answers: Sequence[str], refs: Sequence[str], max_order: int) -> Ngrams:
@@ -217,9 +218,11 @@ def rouge_lsum(sentences: SummarySentences, answers: Sequence[str], refs: Sequen
 
 @cache
 def bleu_tokenizer() -> Callable[[str], str]:
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics.bleu import BLEU
 
-    return BLEU(tokenize=BLEU_ARGS["tokenize"], lowercase=BLEU_ARGS["lowercase"]).tokenizer
+    bleu = BLEU(tokenize=BLEU_ARGS["tokenize"], lowercase=BLEU_ARGS["lowercase"])
+    tokenizer: Callable[[str], str] = bleu.tokenizer
+    return tokenizer
 
 
 def bleu_tokens() -> TokenIds:
@@ -245,7 +248,7 @@ def bleu_statistics(tokens: TokenIds, answers: Sequence[str], refs: Sequence[str
 def bleu_scores(stats: np.ndarray) -> np.ndarray:
     """BLEU (0–100) of statistics rows (n × 10), through sacrebleu's own `compute_bleu` once per distinct
     row; rows without a matched unigram are 0, as `compute_bleu` itself returns for them."""
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics.bleu import BLEU
 
     k = BLEU_MAX_ORDER
     scores = np.zeros(len(stats), dtype=np.float64)

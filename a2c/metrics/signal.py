@@ -52,7 +52,8 @@ class Groups:
     accurate: np.ndarray
 
     @classmethod
-    def of(cls, scores: Sequence[float], answers: Sequence[int], accurate: Sequence[int]) -> Groups:
+    def of(cls, scores: Sequence[float] | np.ndarray, answers: Sequence[int] | np.ndarray,
+           accurate: Sequence[int] | np.ndarray) -> Groups:
         s = np.asarray(scores, dtype=np.float64).reshape(-1)
         n = np.asarray(answers, dtype=np.int64).reshape(-1)
         a = np.asarray(accurate, dtype=np.int64).reshape(-1)
@@ -65,7 +66,7 @@ class Groups:
         return cls(s, n, a)
 
     @classmethod
-    def per_answer(cls, scores: Sequence[float], labels: Sequence[bool | int]) -> Groups:
+    def per_answer(cls, scores: Sequence[float], labels: Sequence[bool | int] | np.ndarray) -> Groups:
         """One set per answer: plain (score, label) pairs."""
         labels = np.asarray(labels, dtype=np.int64).reshape(-1)
         if np.any((labels != 0) & (labels != 1)):
@@ -99,7 +100,8 @@ def _auroc(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
     below = n_neg[:, None] - np.cumsum(neg, axis=1)  # inaccurate answers with a lower score than the group
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (pos * (below + 0.5 * neg)).sum(axis=1) / (n_pos * n_neg)
+        area: np.ndarray = (pos * (below + 0.5 * neg)).sum(axis=1) / (n_pos * n_neg)
+        return area
 
 
 def _harmonic(n: int) -> np.ndarray:
@@ -125,7 +127,8 @@ def _prr(pos: np.ndarray, total: np.ndarray) -> np.ndarray:
         area = (pos + (before - start * rate) * (harmonic[end] - harmonic[start])).sum(axis=1) / n
         random = n_pos / n
         oracle = (n_pos + n_pos * (harmonic[n.astype(np.int64)] - harmonic[n_pos.astype(np.int64)])) / n
-        return (area - random) / (oracle - random)
+        ratio: np.ndarray = (area - random) / (oracle - random)
+        return ratio
 
 
 def auroc(groups: Groups) -> float | None:

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy.sparse.csgraph import connected_components
 
 ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
@@ -48,7 +49,7 @@ def _square(matrix: object, name: str) -> np.ndarray:
     return arr
 
 
-def _unit_interval(matrix: object, name: str) -> np.ndarray:
+def _unit_interval(matrix: object, name: str) -> npt.NDArray[np.float64]:
     """A square float matrix with entries in [0, 1] (what every judge returns)."""
     arr = _square(matrix, name)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
@@ -61,7 +62,7 @@ def _unit_interval(matrix: object, name: str) -> np.ndarray:
     return arr
 
 
-def _symmetric(similarity: object, name: str = "similarity matrix") -> np.ndarray | None:
+def _symmetric(similarity: object, name: str = "similarity matrix") -> npt.NDArray[np.float64] | None:
     """W = (S + Sᵀ)/2, or None below two answers."""
     arr = _unit_interval(similarity, name)
     if arr.shape[0] < 2:
@@ -69,14 +70,15 @@ def _symmetric(similarity: object, name: str = "similarity matrix") -> np.ndarra
     return (arr + arr.T) / 2
 
 
-def _normalized_laplacian(weights: np.ndarray) -> np.ndarray:
+def _normalized_laplacian(weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     degrees = weights.sum(axis=1)
     if (degrees <= 0).any():
         j = int(np.argmin(degrees))
         raise ValueError(f"answer {j} has similarity 0 to every answer, itself included: the normalised "
                          "Laplacian needs a positive degree (judges put 1 on the diagonal)")
     scale = 1.0 / np.sqrt(degrees)
-    return np.eye(len(weights)) - scale[:, None] * weights * scale[None, :]
+    laplacian: npt.NDArray[np.float64] = np.eye(len(weights)) - scale[:, None] * weights * scale[None, :]
+    return laplacian
 
 
 def _check_threshold(threshold: float) -> None:
@@ -126,7 +128,8 @@ def degree_confidence(similarity: object) -> np.ndarray | None:
     weights = _symmetric(similarity)
     if weights is None:
         return None
-    return weights.sum(axis=1) / len(weights)
+    confidence: np.ndarray = weights.sum(axis=1) / len(weights)
+    return confidence
 
 
 def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | None:
@@ -141,7 +144,8 @@ def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | Non
         return None
     eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
     kept = eigenvectors[:, eigenvalues < threshold]
-    return kept - kept.mean(axis=0)
+    centred: np.ndarray = kept - kept.mean(axis=0)
+    return centred
 
 
 def eccentricity(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD) -> float | None:

@@ -78,7 +78,8 @@ class TechniqueConfig(StrictModel):
     example_paraphrase: str
 
 
-DEFAULT_TECHNIQUE_NAMES = ("synonyms", "word forms", "sentence structure", "conjunctions")
+DEFAULT_TECHNIQUE_NAMES: tuple[str | TechniqueConfig, ...] = ("synonyms", "word forms", "sentence structure",
+                                                              "conjunctions")
 
 
 class VariationConfig(StrictModel):

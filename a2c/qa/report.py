@@ -68,9 +68,11 @@ def before_after_table(summary: QASummary) -> Table:
             return _arrow(get(before), get(after)) if after is not None else fmt(get(before))
 
         row = [METHOD_LABELS[method], summary.model]
-        row += [cell(lambda g, s=s: g.accuracy[s].acc.mean) for s in sims]
+        # `cell` calls its getter at once, so the loop variable is the current one (mypy cannot type a
+        # lambda with a default argument)
+        row += [cell(lambda g: g.accuracy[s].acc.mean) for s in sims]  # noqa: B023
         row.append(fmt(after.idk_share) if after is not None else "n/a")
-        row += [cell(lambda g, j=j: g.consistency[j].mean) for j in judges]
+        row += [cell(lambda g: g.consistency[j].mean) for j in judges]  # noqa: B023
         row += [cell(lambda g: g.entropy[ent].mean), cell(lambda g: g.cons_lex.mean)]
         rows.append(row)
     return Table(header, rows)
@@ -156,8 +158,8 @@ def human_agreement(rows: Sequence[MetricRow], columns: dict[str, list[float | N
                     labels: dict[tuple[str, str, str], list[str]]
                     ) -> tuple[dict[str, float | None], float | None]:
     """Spearman ρ of each metric with the mean human label per set, and Fleiss' κ among the annotators."""
-    keyed = [(i, labels.get((r.id, r.source, r.phase))) for i, r in enumerate(rows)]
-    keyed = [(i, lab) for i, lab in keyed if lab is not None]
+    keyed = [(i, lab) for i, r in enumerate(rows)
+             if (lab := labels.get((r.id, r.source, r.phase))) is not None]
     if not keyed:
         raise ReportError("the human labels file matches no (id, source, phase) set of this run")
     try:
@@ -166,7 +168,7 @@ def human_agreement(rows: Sequence[MetricRow], columns: dict[str, list[float | N
         raise ReportError("human labels must be numbers (e.g. 0/1 or a 1-5 scale)") from None
     rhos = {}
     for name, values in columns.items():
-        pairs = [(values[i], h) for (i, _), h in zip(keyed, human, strict=True) if values[i] is not None]
+        pairs = [(v, h) for (i, _), h in zip(keyed, human, strict=True) if (v := values[i]) is not None]
         rhos[name] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
     counts, _ = rating_counts([lab for _, lab in keyed])
     return rhos, fleiss_kappa(counts)

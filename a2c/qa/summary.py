@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -33,7 +33,7 @@ from a2c.qa.rows import (
 from a2c.runfiles import RunFileError
 from a2c.store import Store
 
-SCHEMA_VERSION = 2  # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key)
+SCHEMA_VERSION: Final = 2  # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key)
 
 
 class _Model(BaseModel):

@@ -116,7 +116,8 @@ def serve_config(args: argparse.Namespace) -> Any:
     from a2c.serve.config import build_serve_config, read_serve_file
 
     file = read_serve_file(args.config) if args.config is not None else {}
-    generator_file = file.get("generator") if isinstance(file.get("generator"), dict) else {}
+    given = file.get("generator")
+    generator_file: dict[str, Any] = given if isinstance(given, dict) else {}
     backend = args.backend or ("openai" if args.upstreams else None)
     if backend is None and not generator_file.get("backend"):
         raise A2CError("no model to serve: give --upstream URL (an OpenAI-compatible server) or "

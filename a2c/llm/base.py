@@ -96,7 +96,8 @@ class Generator(Protocol):
     """A text generator: a backend (`transformers`, `vllm`, `openai`) bound to one model; `stats` counts
     its work so runs can report model calls, cache hits and tokens per stage."""
 
-    stats: GenerationStats
+    @property
+    def stats(self) -> GenerationStats: ...
 
     @property
     def backend(self) -> str: ...

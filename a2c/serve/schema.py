@@ -286,7 +286,7 @@ def stream_chunks(endpoint: Endpoint, model: str, answered: Answered, proof: Evi
             return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
 
-    chunks = [{**head, "choices": [choice(content, None)]},
+    chunks: list[dict[str, Any]] = [{**head, "choices": [choice(content, None)]},
               {**head, "choices": [choice(None, "stop")], "a2c": proof.model_dump(mode="json")}]
     if include_usage:
         chunks.append({**head, "choices": [], "usage": usage_of(answered).model_dump()})

@@ -22,6 +22,7 @@ from a2c.registry import Registry, UnknownNameError
 from a2c.runfiles import RowsFile, RunFile
 from a2c.stage import RunContext, Stage
 from a2c.store import Store
+from a2c.viewdata import ItemView
 
 C = TypeVar("C", bound=RunConfig)
 DEFAULT_TASK = "qa"  # the paper's pipeline, when a config names no task
@@ -44,6 +45,9 @@ class TaskSpec(Generic[C]):
     metrics: RowsFile[Any] | None = None  # per-item metric rows, where the task has them
     # a metric row as one flat dict (`RunResult.records`, `to_pandas`); None: the task has no such rows
     flatten: Callable[[Any, dict[str, str]], dict[str, Any]] | None = None
+    # (store, config, its data or None where that cannot be read now) → the item list and item pages of
+    # `a2c view`; None: the viewer shows the report only
+    view: Callable[[Store, C, Any], ItemView] | None = None
 
     def make_context(self, config: C, store: Store, *, progress: bool) -> RunContext[C]:
         ctx = self.context(config, store, self.load_data(config))

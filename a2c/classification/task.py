@@ -12,8 +12,10 @@ from a2c.classification.stages import (
     read_classification_summary,
     write_classification_report,
 )
+from a2c.classification.view import classification_view
 from a2c.tasks import TaskSpec
 
 TASK = TaskSpec(name="classification", config=ClassificationConfig, load_data=load_items,
                 context=classification_context, stages=STAGES, rescore=(METRICS,), summary=SUMMARY,
-                read_summary=read_classification_summary, write_report=write_classification_report)
+                read_summary=read_classification_summary, write_report=write_classification_report,
+                view=classification_view)

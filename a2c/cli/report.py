@@ -1,4 +1,4 @@
-"""`a2c report RUN_DIR`: rescore a finished run and regenerate its tables, plots and report.md.
+"""`a2c report RUN_DIR`: rescore a finished run and regenerate its tables, plots, report.md and report.html.
 
 Accuracy and consistency metrics are recomputed from the run's stored answers, choices and agreement
 matrices with the current scoring code (no generation), so a run scored by an older a2c is brought up to
@@ -22,6 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="CSV: id, source, phase, one column per annotator → Spearman ρ and Fleiss' κ")
     parser.add_argument("--no-rescore", action="store_true",
                         help="keep the stored metrics.jsonl/summary.json; only redraw tables and plots")
+    parser.add_argument("--no-html", action="store_true",
+                        help="skip report.html (the run as one self-contained page: `a2c view`)")
     parser.set_defaults(handler=_report)
 
 
@@ -33,4 +35,8 @@ def _report(args: argparse.Namespace) -> int:
     folder = RunFolder(args.run_dir)
     print(task.write_report(folder, args.human_labels))
     print(f"written: {folder.file('report.md')}")
+    if not args.no_html:
+        from a2c.view import HTML_FILE, write_view
+
+        print(f"written: {write_view([args.run_dir], folder.file(HTML_FILE))}")
     return 0

@@ -17,17 +17,15 @@ from hypothesis import strategies as st
 
 from a2c.classification.rows import INPUTS, LABELS
 from a2c.cli import main
-from a2c.qa.rank import majority_vote
 from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES
 from a2c.reporting import Table
 from a2c.store import MemoryStore, RunFolder
-from a2c.text import normalize
 from a2c.view import build_view, run_page
 from a2c.view.html import CHUNK, _script_safe
 from a2c.view.overview import data_blocks, report_sections, summary_section
 from a2c.view.runs import open_run
 from a2c.viewdata import Heatmap, Image, TableBlock, Text
-from tests.view_runs import classification_run, qa_config, qa_run
+from tests.view_runs import classification_run, expected_changed, qa_config, qa_run
 
 
 @pytest.fixture(scope="module")
@@ -38,20 +36,6 @@ def qa(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cls(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return classification_run(tmp_path_factory.mktemp("view-cls"))
-
-
-def expected_changed(folder: RunFolder) -> set[str]:
-    """Questions whose A2C answer (majority over parsed choices) differs from the majority before A2C,
-    straight from choices.jsonl and generations.jsonl."""
-    chosen: dict[str, list[str]] = {}
-    for c in folder.read_rows(CHOICES):
-        if c.text is not None:
-            chosen.setdefault(c.id, []).append(c.text)
-    answers: dict[str, list[str]] = {}
-    for g in folder.read_rows(GENERATIONS):
-        answers.setdefault(g.id, []).append(g.short)
-    return {q for q, texts in chosen.items()
-            if normalize(majority_vote(texts)[0] or "") != normalize(majority_vote(answers[q])[0] or "")}
 
 
 def test_the_question_list_has_one_row_per_question_and_flags_from_the_run_files(qa):

@@ -9,6 +9,10 @@ from typing import Any
 from a2c.classification import ClassificationConfig
 from a2c.pipeline import run_experiment
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.rank import majority_vote
+from a2c.qa.rows import CHOICES, GENERATIONS
+from a2c.store import RunFolder
+from a2c.text import normalize
 
 # option numbers and answer texts; a long reply fails the paraphrase checks ("rambling")
 QA_SCRIPT = "scripted:1|2|Paris|Rome|" + " ".join(["on and on"] * 30)
@@ -38,3 +42,17 @@ def classification_run(root: Path) -> Path:
         "output": str(root / "run")})
     run_experiment(config, progress=False)
     return config.run_dir
+
+
+def expected_changed(folder: RunFolder) -> set[str]:
+    """Questions whose A2C answer (majority over parsed choices) differs from the majority before A2C,
+    straight from choices.jsonl and generations.jsonl."""
+    chosen: dict[str, list[str]] = {}
+    for c in folder.read_rows(CHOICES):
+        if c.text is not None:
+            chosen.setdefault(c.id, []).append(c.text)
+    answers: dict[str, list[str]] = {}
+    for g in folder.read_rows(GENERATIONS):
+        answers.setdefault(g.id, []).append(g.short)
+    return {q for q, texts in chosen.items()
+            if normalize(majority_vote(texts)[0] or "") != normalize(majority_vote(answers[q])[0] or "")}

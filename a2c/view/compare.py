@@ -137,29 +137,28 @@ class Comparison:
                 f"{self.table().markdown()}\n\n![after − before]({COMPARE_PNG.name})\n")
 
     def plot(self) -> bytes:
-        """After − before per run and metric with its interval, one panel per method."""
+        """After − before per run and metric with its interval, one panel per method, one legend below."""
         plt = pyplot()
         sources = [s for s in SOURCES if any(src == s for src, _ in self.rows())]
-        fig, axes = plt.subplots(1, len(sources), figsize=(1.2 + 0.9 * len(self.metrics) * len(sources)
-                                                           + 0.3 * len(self.runs), 4.2), squeeze=False)
+        size = (len(sources) * (1.6 + 0.8 * len(self.metrics)), 4.2 + 0.2 * len(self.runs))
+        fig, axes = plt.subplots(1, len(sources), squeeze=False, layout="constrained", figsize=size)
         width = 0.8 / max(1, len(self.runs))
         for ax, source in zip(axes[0], sources, strict=True):
             for k, run in enumerate(self.runs):
                 points = [(x, d) for x, m in enumerate(self.metrics)
                           if (cell := self.cells.get((source, run.label, m.key)))
                           and (d := cell.difference) is not None and d.defined]
-                xs = [x - 0.4 + width * (k + 0.5) for x, _ in points]
-                ys = [d.mean_difference for _, d in points]
-                errors = [[d.mean_difference - d.low for _, d in points], [d.high - d.mean_difference
-                                                                           for _, d in points]]
-                ax.errorbar(xs, ys, yerr=errors, fmt="o", capsize=3, label=run.label)
+                ax.errorbar([x - 0.4 + width * (k + 0.5) for x, _ in points],
+                            [d.mean_difference for _, d in points], fmt="o", capsize=3, color=f"C{k}",
+                            yerr=[[d.mean_difference - d.low for _, d in points],
+                                  [d.high - d.mean_difference for _, d in points]])
             ax.axhline(0, color="grey", linewidth=0.8)
             ax.set_xticks(range(len(self.metrics)), [m.label for m in self.metrics], rotation=30, ha="right",
                           fontsize=8)
             ax.set_title(METHOD_LABELS[source], fontsize=9)
             ax.set_ylabel(f"after − before A2C ({LEVEL:.0%} paired bootstrap interval)", fontsize=8)
-            ax.legend(fontsize=7)
-        fig.tight_layout()
+        handles = [plt.Line2D([], [], marker="o", linestyle="", color=f"C{k}") for k in range(len(self.runs))]
+        fig.legend(handles, [_short(run.label) for run in self.runs], loc="outside lower center", fontsize=7)
         return png_bytes(fig)
 
     def sections(self) -> list[Section]:
@@ -168,6 +167,10 @@ class Comparison:
         return [Section("Before → after Ask-to-Choose across runs", (
             Text(f"Runs — {runs}. {self.scope()}"), Text(self.explanation()), TableBlock(self.table()),
             Image("after − before per run, with intervals", self.plot())))]
+
+
+def _short(label: str, limit: int = 70) -> str:
+    return label if len(label) <= limit else label[:limit - 1] + "…"
 
 
 def _number(value: float | None) -> str:

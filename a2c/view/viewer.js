@@ -179,10 +179,15 @@ function drawList(runIndex, target) {
   const rows = filtered(runIndex);
   state.offset = Math.min(state.offset, Math.max(0, rows.length - 1 - ((rows.length - 1) % PAGE_ROWS)));
   const columns = shown(run, state);
-  const redraw = () => { target.replaceChildren(...drawList(runIndex, document.createElement("div")).childNodes); };
+  const redraw = () => drawList(runIndex, target);
   const controls = el("div", { class: "controls" },
     el("input", { type: "search", placeholder: `search ${run.noun}s`, value: state.search, id: "a2c-search",
-      oninput: (e) => { state.search = e.target.value; state.offset = 0; redraw(); document.getElementById("a2c-search").focus(); } }),
+      oninput: (e) => {
+        state.search = e.target.value; state.offset = 0; redraw();
+        const box = document.getElementById("a2c-search");
+        box.focus();
+        box.setSelectionRange(box.value.length, box.value.length);
+      } }),
     run.groups && run.groups.length ? el("label", {}, "columns of ", el("select", {
       "data-group": "1", onchange: (e) => { state.group = e.target.value; redraw(); } },
     run.groups.map((g) => el("option", g === state.group ? { value: g, selected: "" } : { value: g }, g)))) : null,
@@ -209,6 +214,7 @@ function drawList(runIndex, target) {
     ` ${state.offset + 1}–${Math.min(rows.length, state.offset + PAGE_ROWS)} `,
     el("button", { disabled: state.offset + PAGE_ROWS >= rows.length ? "" : null,
       onclick: () => { state.offset += PAGE_ROWS; redraw(); } }, "next")) : null;
+  target.replaceChildren();
   put(target, controls,
     el("p", { class: "count" }, el("span", { id: "a2c-count" }, String(rows.length)), ` of ${run.rows.length} ${run.noun}s`),
     (run.notes || []).map((n) => el("p", { class: "note" }, n)),

@@ -172,11 +172,11 @@ class Page:
                 found.append(params["entry"].get("text", ""))
         return found
 
-    def screenshot(self, path: Path) -> None:
-        """A PNG of the whole page (not only the window)."""
+    def screenshot(self, path: Path, max_height: int = 6000) -> None:
+        """A PNG of the whole page (not only the window), down to `max_height` pixels."""
         height = int(self.evaluate("document.documentElement.scrollHeight"))
         width = int(self.evaluate("document.documentElement.scrollWidth"))
         shot = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
                                                     "clip": {"x": 0, "y": 0, "width": width,
-                                                             "height": min(height, 6000), "scale": 1}})
+                                                             "height": min(height, max_height), "scale": 1}})
         path.write_bytes(base64.b64decode(shot["data"]))

@@ -200,8 +200,8 @@ def _columns(run: _Run, rows: Sequence[dict[str, Cell]]) -> tuple[Column, ...]:
 # -- a question's page ------------------------------------------------------------------------------------
 
 def _page(run: _Run, qid: str) -> tuple[Section, ...]:
-    return (_question(run, qid), _metrics(run, qid), *_paraphrases(run, qid), _answers_section(run, qid),
-            *_agreement(run, qid), *_rank_prompts(run, qid))
+    return (_question(run, qid), *_paraphrases(run, qid), _answers_section(run, qid), *_agreement(run, qid),
+            *_rank_prompts(run, qid), _metrics(run, qid))
 
 
 def _question(run: _Run, qid: str) -> Section:

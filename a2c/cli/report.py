@@ -13,10 +13,10 @@ from pathlib import Path
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "report", help="rescore a run folder and regenerate its tables, plots and report.md",
+        "report", help="rescore a run folder and regenerate its tables, plots, report.md and report.html",
         description="Recompute the metrics of a finished run from its stored answers, choices and "
         "agreement matrices (no generation; the embedding similarity loads its model), then write "
-        "the tables, plots and report.md.")
+        "the tables, plots, report.md and report.html (`a2c view`).")
     parser.add_argument("run_dir", type=Path, help="a run folder written by `a2c run`")
     parser.add_argument("--human-labels", type=Path,
                         help="CSV: id, source, phase, one column per annotator → Spearman ρ and Fleiss' κ")

@@ -205,3 +205,14 @@ def test_cli_view_refuses_a_folder_without_a_finished_run_in_one_line(tmp_path, 
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"a2c: error: {tmp_path / 'half'}: the run has not finished (no summary.json)"
     assert err[1].startswith("hint: finish it: a2c run")
+
+
+def test_a_run_without_ask_to_choose_has_no_after_columns_or_rank_prompts(tmp_path):
+    run = qa_run(tmp_path, limit=2, a2c={"enabled": False})
+    items = run_page(open_run(run), "t").items
+    keys = {c.key for c in items.columns}
+    assert "changed" not in keys and not any(".after." in key for key in keys)
+    assert "paraphrase.before.cons_sem.exact" in keys
+    titles = [s.title for s in items.pages[items.rows[0]["id"]]]
+    assert titles == ["Question quickstart-0", "Paraphrases", "Answers", "Agreement and clusters, before "
+                      "Ask-to-Choose", "Metrics before → after Ask-to-Choose"]

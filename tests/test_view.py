@@ -192,6 +192,9 @@ def test_cli_view_and_report_write_the_html(qa, tmp_path, capsys):
     assert not (run / "report.html").exists()
     assert main(["report", str(run), "--no-rescore"]) == 0
     assert (run / "report.html").is_file()
+    (tmp_path / "out").mkdir()
+    assert main(["view", str(run), "-o", str(tmp_path / "out")]) == 0  # a folder: report.html in it
+    assert (tmp_path / "out" / "report.html").is_file()
 
 
 def test_cli_view_refuses_a_folder_without_a_finished_run_in_one_line(tmp_path, capsys):

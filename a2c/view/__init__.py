@@ -60,7 +60,9 @@ def build_view(paths: Sequence[Path], *, labels: Sequence[str] | None = None, in
 
 def write_view(paths: Sequence[Path], out: Path, *, labels: Sequence[str] | None = None,
                intersect: bool = False) -> Path:
-    """Write the view to `out` (in one step: a reader never sees half a file)."""
+    """Write the view to `out` (`out/report.html` for a folder), in one step: a reader never sees half a
+    file. Returns the file written."""
+    out = out / HTML_FILE if out.is_dir() else out
     text = build_view(paths, labels=labels, intersect=intersect)
     RunFolder(out.parent).write_text(out.name, text)
     return out

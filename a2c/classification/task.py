@@ -12,6 +12,7 @@ from a2c.classification.stages import (
     read_classification_summary,
     write_classification_report,
 )
+from a2c.classification.view import classification_view
 from a2c.tasks import TaskSpec
 
 
@@ -23,4 +24,4 @@ def check_items(config: ClassificationConfig) -> None:
 TASK = TaskSpec(name="classification", config=ClassificationConfig, load_data=load_items,
                 check_data=check_items, context=classification_context, stages=STAGES, rescore=(METRICS,),
                 summary=SUMMARY, read_summary=read_classification_summary,
-                write_report=write_classification_report)
+                write_report=write_classification_report, view=classification_view)

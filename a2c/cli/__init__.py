@@ -20,7 +20,8 @@ from a2c import __version__
 from a2c.errors import A2CError
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
-COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "score", "judge", "models", "serve")
+COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "score", "judge",
+                                    "models", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,33 @@
+"""`a2c compare RUN_DIR...`: the paper's Table 5 across QA runs, with paired bootstrap intervals."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="put QA runs side by side: before → after A2C with 95%% paired bootstrap intervals",
+        description="The paper's Table 5 across runs: rows = variation method × run, columns = accuracy "
+        "per similarity and Cons_sem per judge before → after Ask-to-Choose, each change with its 95%% "
+        "paired bootstrap interval over questions. Writes compare.md, compare.csv and compare.png.")
+    parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                        help="QA run folders of `a2c run`")
+    parser.add_argument("-o", "--output", type=Path, default=Path("compare"),
+                        help="folder for compare.md, compare.csv, compare.png (default: compare/)")
+    parser.add_argument("--label", action="append", metavar="L",
+                        help="name of a run (once per run, in order; default: its model)")
+    parser.add_argument("--intersect", action="store_true",
+                        help="compare runs of different question sets on the questions they share")
+    parser.set_defaults(handler=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from a2c.view import compare_runs, write_comparison
+
+    comparison = compare_runs(args.run_dirs, labels=args.label, intersect=args.intersect)
+    print(comparison.markdown())
+    for path in write_comparison(comparison, args.output):
+        print(f"written: {path}")
+    return 0

@@ -1,0 +1,279 @@
+"""`a2c compare`: the paper's Table 5 across QA runs, each change with a paired bootstrap interval.
+
+Rows are variation method × run (labelled by the run's model, or `--label`); columns are accuracy per
+similarity and Cons_sem per judge, before → after Ask-to-Choose. A cell's before and after are means over
+the questions where both are defined, and its difference after − before comes with a 95% percentile
+interval from resampling those questions (`a2c.metrics.bootstrap.paired_difference_ci` over the rows of
+`metrics.jsonl`). Runs are compared on the same questions only: different question sets are refused
+unless `intersect`, which compares the questions every run holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from a2c.errors import A2CError
+from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
+from a2c.metrics.consistency import mean_defined
+from a2c.qa.report import METHOD_LABELS
+from a2c.qa.rows import METRICS, PARAPHRASES, PHASES, SOURCES, MetricRow, Phase, Source
+from a2c.qa.scoring import similarity_label
+from a2c.qa.summary import QASummary, judge_label
+from a2c.reporting import Table, fmt, png_bytes, pyplot
+from a2c.runfiles import RunFile
+from a2c.store import RunFolder
+from a2c.view.runs import OpenedRun, open_run
+from a2c.viewdata import Image, Section, TableBlock, Text
+
+RESAMPLES = 2000
+LEVEL = 0.95
+SEED = 0  # fixed, so the same runs always get the same intervals
+COMPARE_MD, COMPARE_CSV, COMPARE_PNG = RunFile("compare.md"), RunFile("compare.csv"), RunFile("compare.png")
+
+
+class CompareError(A2CError):
+    """Runs that cannot be put side by side: not QA runs, other questions, labels that do not fit."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    kind: Literal["accuracy", "consistency"]
+    value: Callable[[MetricRow], float | None]
+
+
+def _accuracy(similarity: str) -> Metric:
+    def value(row: MetricRow) -> float | None:
+        scores = row.accuracy.get(similarity)
+        return scores.acc if scores else None
+
+    return Metric(f"acc.{similarity}", similarity_label(similarity).split(" ")[0], "accuracy", value)
+
+
+def _consistency(judge: str) -> Metric:
+    def value(row: MetricRow) -> float | None:
+        return row.judges[judge].cons_sem if judge in row.judges else None
+
+    return Metric(f"cons.{judge}", f"{judge_label(judge)} Cons_sem", "consistency", value)
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    label: str
+    run: OpenedRun
+    summary: QASummary
+    rows: dict[tuple[Source, Phase], dict[str, MetricRow]]  # (source, phase) → question id → row
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method, run and metric: means over the paired questions and the paired difference (None: the
+    run has no after-A2C phase)."""
+
+    before: float | None
+    after: float | None
+    difference: PairedDifference | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[ComparedRun]
+    questions: list[str]  # the question ids compared
+    dropped: dict[str, int]  # run label → its questions left out by `intersect`
+    metrics: list[Metric]
+    left_out: list[str]  # metrics some run lacks, so not compared
+    cells: dict[tuple[Source, str, str], Cell]  # (method, run label, metric key)
+
+    def rows(self) -> list[tuple[Source, ComparedRun]]:
+        """Table 5's order: method first, then run; a method a run did not vary is left out."""
+        return [(source, run) for source in SOURCES for run in self.runs if (source, "before") in run.rows]
+
+    def table(self) -> Table:
+        header = ["method", "run", *[m.label for m in self.metrics]]
+        return Table(header, [[METHOD_LABELS[source], run.label,
+                               *[_cell_text(self.cells[(source, run.label, m.key)]) for m in self.metrics]]
+                              for source, run in self.rows()])
+
+    def long_table(self) -> Table:
+        """One line per method, run and metric, as numbers (compare.csv)."""
+        header = ["method", "run", "model", "metric", "kind", "questions", "dropped", "before", "after",
+                  "difference", "ci_low", "ci_high"]
+        lines = []
+        for source, run in self.rows():
+            for m in self.metrics:
+                cell = self.cells[(source, run.label, m.key)]
+                d = cell.difference
+                lines.append([source, run.label, run.summary.model, m.label, m.kind,
+                              str(d.n) if d else "", str(d.dropped) if d else "", _number(cell.before),
+                              _number(cell.after), _number(d.mean_difference if d else None),
+                              _number(d.low if d else None), _number(d.high if d else None)])
+        return Table(header, lines)
+
+    def scope(self) -> str:
+        if not any(self.dropped.values()):
+            return f"All {len(self.runs)} runs hold the same {len(self.questions)} questions."
+        left = ", ".join(f"{label}: {n}" for label, n in self.dropped.items() if n)
+        return (f"Compared on the {len(self.questions)} questions every run holds (--intersect; left out "
+                f"per run: {left}).")
+
+    def explanation(self) -> str:
+        text = (f"Each cell: before → after Ask-to-Choose over the questions where both are defined, then "
+                f"the difference after − before with its {LEVEL:.0%} paired bootstrap interval "
+                f"({RESAMPLES:,} resamples of the questions, seed {SEED}); * marks an interval that "
+                "excludes 0. Accuracy is TruthfulQA's acc over the questions with references; consistency "
+                "is Cons_sem (Contra: lower = more consistent).")
+        if self.left_out:
+            text += f" Not in every run, so not compared: {', '.join(self.left_out)}."
+        return text
+
+    def markdown(self) -> str:
+        runs = "\n".join(f"- {run.label}: `{run.run.path}` (experiment {run.summary.name})"
+                         for run in self.runs)
+        return (f"# a2c compare\n\n{runs}\n\n{self.scope()}\n\n{self.explanation()}\n\n"
+                f"{self.table().markdown()}\n\n![after − before]({COMPARE_PNG.name})\n")
+
+    def plot(self) -> bytes:
+        """After − before per run and metric with its interval, one panel per method, one legend below."""
+        plt = pyplot()
+        sources = [s for s in SOURCES if any(src == s for src, _ in self.rows())]
+        size = (len(sources) * (1.6 + 0.8 * len(self.metrics)), 4.2 + 0.2 * len(self.runs))
+        fig, axes = plt.subplots(1, len(sources), squeeze=False, layout="constrained", figsize=size)
+        width = 0.8 / max(1, len(self.runs))
+        for ax, source in zip(axes[0], sources, strict=True):
+            for k, run in enumerate(self.runs):
+                points = [(x, d) for x, m in enumerate(self.metrics)
+                          if (cell := self.cells.get((source, run.label, m.key)))
+                          and (d := cell.difference) is not None and d.defined]
+                ax.errorbar([x - 0.4 + width * (k + 0.5) for x, _ in points],
+                            [d.mean_difference for _, d in points], fmt="o", capsize=3, color=f"C{k}",
+                            yerr=[[d.mean_difference - d.low for _, d in points],
+                                  [d.high - d.mean_difference for _, d in points]])
+            ax.axhline(0, color="grey", linewidth=0.8)
+            ax.set_xticks(range(len(self.metrics)), [m.label for m in self.metrics], rotation=30, ha="right",
+                          fontsize=8)
+            ax.set_title(METHOD_LABELS[source], fontsize=9)
+            ax.set_ylabel(f"after − before A2C ({LEVEL:.0%} paired bootstrap interval)", fontsize=8)
+        handles = [plt.Line2D([], [], marker="o", linestyle="", color=f"C{k}") for k in range(len(self.runs))]
+        fig.legend(handles, [_short(run.label) for run in self.runs], loc="outside lower center", fontsize=7)
+        return png_bytes(fig)
+
+    def sections(self) -> list[Section]:
+        """The comparison as the viewer shows it, first when it opens several runs."""
+        runs = "; ".join(f"{run.label}: {run.run.path}" for run in self.runs)
+        return [Section("Before → after Ask-to-Choose across runs", (
+            Text(f"Runs — {runs}. {self.scope()}"), Text(self.explanation()), TableBlock(self.table()),
+            Image("after − before per run, with intervals", self.plot())))]
+
+
+def _short(label: str, limit: int = 70) -> str:
+    return label if len(label) <= limit else label[:limit - 1] + "…"
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _cell_text(cell: Cell) -> str:
+    d = cell.difference
+    if d is None:
+        return fmt(cell.before)
+    if not d.defined:
+        return f"{fmt(cell.before)} → {fmt(cell.after)} (n/a: fewer than 2 questions)"
+    assert d.mean_difference is not None and d.low is not None and d.high is not None
+    star = "*" if d.excludes_zero else ""
+    return (f"{fmt(cell.before)} → {fmt(cell.after)} ({d.mean_difference:+.3f} "
+            f"[{d.low:+.3f}, {d.high:+.3f}]{star})")
+
+
+def _labels(runs: Sequence[OpenedRun], summaries: Sequence[QASummary], given: Sequence[str] | None
+            ) -> list[str]:
+    """`--label`s, else each run's model; runs of one model are told apart by their folder as given."""
+    if given:
+        if len(given) != len(runs):
+            raise CompareError(f"{len(given)} --label for {len(runs)} runs: give one per run, in order")
+        if len(set(given)) != len(given):
+            raise CompareError(f"--label names a run twice: {', '.join(given)}")
+        return list(given)
+    models = [" ".join(s.model.split()) for s in summaries]  # one line, whatever the model's name holds
+    labels = [m if models.count(m) == 1 else f"{m} ({run.path})" for m, run in zip(models, runs, strict=True)]
+    return [label if labels.count(label) == 1 else f"{label} #{k + 1}" for k, label in enumerate(labels)]
+
+
+def _questions(run: OpenedRun, rows: Sequence[MetricRow]) -> dict[str, str]:
+    """Question id → its text (from the run's paraphrases; empty where the run kept none)."""
+    texts = {p.id: p.question for p in run.folder.read_rows(PARAPHRASES)} \
+        if run.folder.exists(PARAPHRASES.name) else {}
+    return {r.id: texts.get(r.id, "") for r in rows}
+
+
+def compare_runs(paths: Sequence[Path], *, labels: Sequence[str] | None = None, intersect: bool = False
+                 ) -> Comparison:
+    """Open QA run folders and compare them (see the module's doc)."""
+    return compare_opened([open_run(Path(p), data=False) for p in paths], labels=labels, intersect=intersect)
+
+
+def compare_opened(opened: Sequence[OpenedRun], *, labels: Sequence[str] | None = None,
+                   intersect: bool = False) -> Comparison:
+    """Compare runs already open."""
+    if not opened:
+        raise CompareError("give at least one run folder")
+    for run in opened:
+        if not isinstance(run.summary, QASummary):
+            raise CompareError(f"{run.path} is a {run.task.name} run; a2c compare compares QA runs")
+    summaries = [r.summary for r in opened if isinstance(r.summary, QASummary)]
+    names = _labels(opened, summaries, labels)
+    metric_rows = [run.folder.read_rows(METRICS) for run in opened]
+    question_sets = [_questions(run, rows) for run, rows in zip(opened, metric_rows, strict=True)]
+    keys = [set(q.items()) for q in question_sets]
+    shared = set.intersection(*keys)
+    for run, own in zip(opened[1:], keys[1:], strict=True):
+        if own != keys[0] and not intersect:
+            raise CompareError(
+                f"{opened[0].path} and {run.path} hold different question sets ({len(keys[0])} and "
+                f"{len(own)} questions, {len(keys[0] & own)} shared): rerun with --intersect to compare the "
+                "shared ones")
+    if not shared:
+        raise CompareError("the runs share no question (same id and text), so there is nothing to compare")
+    questions = [q for q in question_sets[0] if (q, question_sets[0][q]) in shared]
+    runs = []
+    for name, run, summary, rows in zip(names, opened, summaries, metric_rows, strict=True):
+        grouped: dict[tuple[Source, Phase], dict[str, MetricRow]] = {}
+        for row in rows:
+            grouped.setdefault((row.source, row.phase), {})[row.id] = row
+        runs.append(ComparedRun(name, run, summary, grouped))
+    sims = [s for s in summaries[0].similarities if all(s in x.similarities for x in summaries)]
+    judges = [j for j in summaries[0].judges if all(j in x.judges for x in summaries)]
+    every = dict.fromkeys([*(s for x in summaries for s in x.similarities),
+                           *(j for x in summaries for j in x.judges)])
+    left_out = [name for name in every if name not in sims and name not in judges]
+    referenced = any(x.referenced for x in summaries)
+    metrics = [*(_accuracy(s) for s in sims if referenced), *(_consistency(j) for j in judges)]
+    cells = {(source, run.label, m.key): _cell(run, source, m, questions)
+             for run in runs for source in SOURCES if (source, "before") in run.rows for m in metrics}
+    return Comparison(runs, questions, {n: len(k) - len(shared) for n, k in zip(names, keys, strict=True)},
+                      metrics, left_out, cells)
+
+
+def _cell(run: ComparedRun, source: Source, metric: Metric, questions: Sequence[str]) -> Cell:
+    before_rows = run.rows[(source, "before")]
+    before = [metric.value(before_rows[q]) if q in before_rows else None for q in questions]
+    after_rows = run.rows.get((source, PHASES[1]))
+    if after_rows is None:
+        return Cell(mean_defined(before)[0], None, None)
+    after = [metric.value(after_rows[q]) if q in after_rows else None for q in questions]
+    pairs = [(b, a) for b, a in zip(before, after, strict=True) if b is not None and a is not None]
+    difference = paired_difference_ci(before, after, resamples=RESAMPLES, seed=SEED, level=LEVEL)
+    return Cell(mean_defined([b for b, _ in pairs])[0], mean_defined([a for _, a in pairs])[0], difference)
+
+
+def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
+    """compare.md, compare.csv and compare.png in `out` (created if needed)."""
+    folder = RunFolder(out)
+    folder.write_text(COMPARE_MD.name, comparison.markdown())
+    folder.write_text(COMPARE_CSV.name, comparison.long_table().csv())
+    folder.write_bytes(COMPARE_PNG.name, comparison.plot())
+    return [folder.file(f.name) for f in (COMPARE_MD, COMPARE_CSV, COMPARE_PNG)]

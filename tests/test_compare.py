@@ -1,0 +1,105 @@
+"""`a2c compare`: Table 5 across two scripted QA runs (seeds 0 and 1), values recomputed by hand from each
+run's metrics.jsonl; mismatched question sets refused in one line or intersected; labels; the CLI files."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from a2c.cli import main
+from a2c.metrics.bootstrap import paired_difference_ci
+from a2c.qa.rows import METRICS
+from a2c.store import RunFolder
+from a2c.view import CompareError, compare_runs
+from a2c.view.compare import RESAMPLES, SEED
+from tests.view_runs import QA_SCRIPT, classification_run, qa_run
+
+METHODS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return (qa_run(tmp_path_factory.mktemp("seed0"), limit=5, seed=0),
+            qa_run(tmp_path_factory.mktemp("seed1"), limit=5, seed=1))
+
+
+def _by_hand(run: Path, source: str, value) -> tuple[float, float, list, list]:
+    rows = RunFolder(run).read_rows(METRICS)
+    ids = list(dict.fromkeys(r.id for r in rows))
+    at = {(r.id, r.phase): r for r in rows if r.source == source}
+    before, after = [value(at[(q, "before")]) for q in ids], [value(at[(q, "after")]) for q in ids]
+    pairs = [(b, a) for b, a in zip(before, after, strict=True) if b is not None and a is not None]
+    return sum(b for b, _ in pairs) / len(pairs), sum(a for _, a in pairs) / len(pairs), before, after
+
+
+def test_two_runs_give_method_by_run_rows_with_paired_intervals(runs):
+    first, second = runs
+    comparison = compare_runs([first, second], labels=["seed 0", "seed 1"])
+    table = comparison.table()
+    assert table.header == ["method", "run", "R1-A", "Exact Cons_sem", "R1-C Cons_sem"]
+    assert [row[:2] for row in table.rows] == [
+        ["in-context paraphrases", "seed 0"], ["in-context paraphrases", "seed 1"],
+        ["cross-temperature", "seed 0"], ["cross-temperature", "seed 1"]]
+    for (source, run), label in zip([("paraphrase", first), ("paraphrase", second), ("temperature", first),
+                                     ("temperature", second)], ["seed 0", "seed 1"] * 2, strict=True):
+        before, after, b_list, a_list = _by_hand(run, source, lambda r: r.judges["exact"].cons_sem)
+        cell = comparison.cells[(source, label, "cons.exact")]
+        assert cell.before == pytest.approx(before) and cell.after == pytest.approx(after)
+        expected = paired_difference_ci(b_list, a_list, resamples=RESAMPLES, seed=SEED)
+        assert (cell.difference.low, cell.difference.high) == (expected.low, expected.high)
+        assert cell.difference.mean_difference == pytest.approx(after - before)
+        d = cell.difference
+        row = next(r for r in table.rows if r[:2] == [METHODS[source], label])
+        assert row[3] == (f"{before:.3f} → {after:.3f} ({d.mean_difference:+.3f} [{d.low:+.3f}, "
+                          f"{d.high:+.3f}]{'*' if d.excludes_zero else ''})")
+    assert comparison.scope() == "All 2 runs hold the same 5 questions."
+
+
+def test_default_labels_are_the_model_told_apart_by_folder(runs):
+    comparison = compare_runs(list(runs))
+    model = " ".join(QA_SCRIPT.split())
+    assert [r.label for r in comparison.runs] == [f"{model} ({runs[0]})", f"{model} ({runs[1]})"]
+
+
+def test_cli_writes_markdown_csv_and_plot(runs, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    assert main(["compare", str(runs[0]), str(runs[1]), "-o", str(out), "--label", "a", "--label", "b"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("# a2c compare") and f"written: {out / 'compare.png'}" in printed
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "compare.md").read_text().count("| in-context paraphrases |") == 2
+    lines = list(csv.DictReader(io.StringIO((out / "compare.csv").read_text())))
+    assert len(lines) == 2 * 2 * 3  # methods × runs × metrics
+    line = next(x for x in lines if x["run"] == "b" and x["metric"] == "Exact Cons_sem"
+                and x["method"] == "temperature")
+    _, _, before, after = _by_hand(runs[1], "temperature", lambda r: r.judges["exact"].cons_sem)
+    expected = paired_difference_ci(before, after, resamples=RESAMPLES, seed=SEED)
+    assert float(line["ci_low"]) == expected.low and int(line["questions"]) == expected.n
+
+
+def test_other_question_sets_are_refused_in_one_line_or_intersected(runs, tmp_path, capsys):
+    fewer = qa_run(tmp_path, limit=3)
+    assert main(["compare", str(runs[0]), str(fewer), "-o", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"a2c: error: {runs[0]} and {fewer} hold different question sets (5 and 3 questions, 3 shared): "
+        "rerun with --intersect to compare the shared ones"]
+    assert not (tmp_path / "x").exists()
+    comparison = compare_runs([runs[0], fewer], intersect=True)
+    assert len(comparison.questions) == 3
+    assert comparison.scope().startswith("Compared on the 3 questions every run holds (--intersect")
+    _, _, before, after = _by_hand(fewer, "paraphrase", lambda r: r.judges["rouge1"].cons_sem)
+    cell = comparison.cells[("paraphrase", comparison.runs[1].label, "cons.rouge1")]
+    assert cell.difference == paired_difference_ci(before, after, resamples=RESAMPLES, seed=SEED)
+
+
+def test_bad_labels_and_classification_runs_are_refused(runs, tmp_path):
+    with pytest.raises(CompareError, match="1 --label for 2 runs"):
+        compare_runs(list(runs), labels=["only one"])
+    with pytest.raises(CompareError, match="names a run twice"):
+        compare_runs(list(runs), labels=["x", "x"])
+    cls = classification_run(tmp_path)
+    with pytest.raises(CompareError, match="is a classification run; a2c compare compares QA runs"):
+        compare_runs([runs[0], cls])

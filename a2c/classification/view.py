@@ -90,9 +90,9 @@ def _page(item: ClassificationItem | None, inputs: list[InputRow], labels: dict[
     table = TableBlock(Table(header, rows), tuple(marks))
     sections = [head, Section("Inputs and labels", (Text(note), table))]
     if rewrites:
-        table = Table(["kind", "slot", "technique", "rewrites", "text", "check"],
-                      [[r.kind, str(r.slot), r.technique or "", r.source, r.text,
-                        "ok" if r.ok else f"failed: {r.problem}"] for r in rewrites])
+        written = Table(["kind", "slot", "technique", "rewrites", "text", "check"],
+                        [[r.kind, str(r.slot), r.technique or "", r.source, r.text,
+                          "ok" if r.ok else f"failed: {r.problem}"] for r in rewrites])
         sections.append(Section("Sentences the auxiliary LLM wrote",
-                                (TableBlock(table, tuple("" if r.ok else "failed" for r in rewrites)),)))
+                                (TableBlock(written, tuple("" if r.ok else "failed" for r in rewrites)),)))
     return tuple(sections)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from a2c.qa.rows import (
     PARAPHRASES,
     PHASES,
     SOURCES,
+    AnswerField,
     ChoiceRow,
     GenerationRow,
     MetricRow,
@@ -63,8 +65,16 @@ def _rows(store: Store, file: RowsFile[R]) -> list[R]:
     return store.read_rows(file) if store.exists(file.name) else []
 
 
-def _by_id(rows: Sequence[R]) -> dict[str, list[R]]:
-    out: dict[str, list[R]] = defaultdict(list)
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Keyed = TypeVar("Keyed", bound=_HasId)
+
+
+def _by_id(rows: Sequence[Keyed]) -> dict[str, list[Keyed]]:
+    out: dict[str, list[Keyed]] = defaultdict(list)
     for row in rows:
         out[row.id].append(row)
     return out
@@ -85,7 +95,7 @@ class _Run:
     scores: Scores
 
     @property
-    def field(self) -> str:
+    def field(self) -> AnswerField:
         return self.config.variation.answer_field
 
     def before(self, qid: str, source: Source) -> list[GenerationRow]:

@@ -147,11 +147,13 @@ class Comparison:
             for k, run in enumerate(self.runs):
                 points = [(x, d) for x, m in enumerate(self.metrics)
                           if (cell := self.cells.get((source, run.label, m.key)))
-                          and (d := cell.difference) is not None and d.defined]
-                ax.errorbar([x - 0.4 + width * (k + 0.5) for x, _ in points],
-                            [d.mean_difference for _, d in points], fmt="o", capsize=3, color=f"C{k}",
-                            yerr=[[d.mean_difference - d.low for _, d in points],
-                                  [d.high - d.mean_difference for _, d in points]])
+                          and (d := cell.difference) is not None and d.mean_difference is not None
+                          and d.low is not None and d.high is not None]
+                means = [float(d.mean_difference or 0.0) for _, d in points]
+                lows = [m - float(d.low or 0.0) for m, (_, d) in zip(means, points, strict=True)]
+                highs = [float(d.high or 0.0) - m for m, (_, d) in zip(means, points, strict=True)]
+                ax.errorbar([x - 0.4 + width * (k + 0.5) for x, _ in points], means, fmt="o", capsize=3,
+                            color=f"C{k}", yerr=[lows, highs])
             ax.axhline(0, color="grey", linewidth=0.8)
             ax.set_xticks(range(len(self.metrics)), [m.label for m in self.metrics], rotation=30, ha="right",
                           fontsize=8)

@@ -29,7 +29,8 @@ def report_sections(markdown: str, store: Store) -> list[Section]:
     """A report's markdown as sections: `##`/`###` headings open one, pipe tables become tables, an image
     of a file in the run folder is inlined, other lines are paragraphs."""
     sections: list[Section] = []
-    title, level, blocks = "Report", 2, []
+    title, level = "Report", 2
+    blocks: list[Block] = []
     paragraph: list[str] = []
     table: list[str] = []
 

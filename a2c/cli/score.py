@@ -72,6 +72,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_score)
 
 
+def _similarity(text: str) -> Any:
+    """One `-s NAME[:OPT=V,...]`, its problems named by the flag."""
+    from a2c.components import SpecError
+    from a2c.qa.config import SimilarityConfig
+
+    try:
+        return SimilarityConfig.parse(text)
+    except SpecError as exc:
+        raise SpecError(f"-s {exc}") from None
+
+
 def _jsonl_rows(path: Path, lines: Iterator[str]) -> Iterator[InputRow]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -170,11 +181,10 @@ def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mappin
 
 def _score(args: argparse.Namespace) -> int:
     from a2c.data import load_records
-    from a2c.qa.config import SimilarityConfig
     from a2c.scoring import score_answers, similarity_label
 
     # a typo in a name or an option fails here, before any file or dataset is read
-    parsed = [SimilarityConfig.parse(s) for s in args.similarities or DEFAULT_SIMILARITIES]
+    parsed = [_similarity(s) for s in args.similarities or DEFAULT_SIMILARITIES]
     specs = [(spec.name, spec.options) for spec in parsed]
     names = [name for name, _ in specs]
     if len(set(names)) != len(names):

@@ -27,7 +27,11 @@ class GeneratorConfig(BaseModel):
     api_key_env: str = "OPENAI_API_KEY"
     endpoint: Literal["chat", "completions"] = "chat"
     # httpx applies it to each phase (connect, write, each read): a server that sleeps fails the attempt
-    timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="seconds per HTTP request")
+    timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="seconds per socket read/write")
+    # one request from its first attempt to its answer, retries and backoff waits included: a server that
+    # trickles a byte every few seconds passes every read timeout, never this (a2c.llm.deadline)
+    request_timeout: float = Field(300.0, gt=0, allow_inf_nan=False,
+                                   description="seconds one request may take, all attempts included")
     max_concurrency: int = Field(8, ge=1)
     max_retries: int = Field(5, ge=0, description="retries after the first try (429, 5xx, connection)")
     retry_wait: float = Field(1.0, gt=0, allow_inf_nan=False,

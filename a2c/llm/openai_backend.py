@@ -3,8 +3,9 @@
 Raw prompts go to `/completions`, chat messages to `/chat/completions` (or flattened to `/completions`
 with `endpoint: completions` for servers without a chat template). Requests fan out over `max_concurrency`
 worker threads and are spread round-robin over `base_urls`, so several replicas serve one run. Transient
-failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff; other 4xx answers
-and malformed bodies fail at once with the server's message. Each finished request is handed to the cache
+failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff (tenacity), all
+within `request_timeout` per request (a2c.llm.deadline); other 4xx answers and malformed bodies fail at
+once with the server's message. Each finished request is handed to the cache
 immediately, so a run killed mid-way resumes where it stopped.
 
 Stopping (Ctrl-C, or a request that failed for good): queued requests are dropped, no retry starts, and
@@ -29,10 +30,19 @@ from queue import Empty, SimpleQueue
 from typing import Any, Literal
 
 import httpx
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    sleep_using_event,
+    stop_after_attempt,
+    stop_before_delay,
+    wait_exponential,
+)
 
 from a2c.errors import A2CError
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
+from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.sampling import Emit, SampleResult
 from a2c.prompts import flatten
 
@@ -66,6 +76,13 @@ def _transient(exc: httpx.HTTPStatusError) -> bool:
     return exc.response.status_code == 429 or exc.response.status_code >= 500
 
 
+def _retryable(exc: BaseException) -> bool:
+    """429, 5xx, and failures to connect or to get an answer in time."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return _transient(exc)
+    return isinstance(exc, httpx.TransportError)
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, httpx.HTTPStatusError):
         return f"HTTP {exc.response.status_code}: {exc.response.text[:300]}"
@@ -84,7 +101,8 @@ class OpenAIBackend:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=config.max_concurrency,
                               max_keepalive_connections=config.max_concurrency)
-        self._client = httpx.Client(headers=headers, timeout=config.timeout, limits=limits)
+        self._client = httpx.Client(headers=headers, timeout=config.timeout,
+                                    transport=DeadlineTransport(limits))
         self._urls = itertools.cycle(config.base_urls)
         self._urls_lock = threading.Lock()
 
@@ -121,26 +139,43 @@ class OpenAIBackend:
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
         """One request: `max_retries` retries after the first attempt on transient failures, waiting
-        `retry_wait`, then twice as long each time (at most MAX_BACKOFF); `stop` ends the retrying."""
+        `retry_wait`, then twice as long each time (at most MAX_BACKOFF), all within `request_timeout`;
+        `stop` ends the retrying (it wakes a backoff wait, and no attempt starts once it is set)."""
         path, body = self.payload(request)
-        attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            if stop.is_set():
-                raise _Stopped
-            try:
-                url, data = self._post(path, body)
-            except httpx.HTTPStatusError as exc:
-                if not _transient(exc):
-                    raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
-                failure: httpx.HTTPError = exc
-            except httpx.TransportError as exc:  # connection refused/reset, timeouts
-                failure = exc
-            else:
-                return _parse(url, data, chat=path == "/chat/completions")
-            if attempt + 1 < attempts and stop.wait(min(self.config.retry_wait * 2 ** attempt, MAX_BACKOFF)):
-                raise _Stopped
-        raise BackendError(f"{path} on {', '.join(self.config.base_urls)} failed after {attempts} "
-                           f"attempt(s): {_describe(failure)}")
+        limit = self.config.request_timeout
+        retrying = self._retrying(stop)
+        deadline = time.monotonic() + limit
+        try:
+            url, data = retrying(self._attempt, path, body, stop, deadline)
+        except httpx.HTTPStatusError as exc:
+            if not _transient(exc):
+                raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
+            failure: httpx.HTTPError = exc
+        except httpx.TransportError as exc:  # connection refused/reset, timeouts
+            failure = exc
+        else:
+            return _parse(url, data, chat=path == "/chat/completions")
+        attempts = retrying.statistics["attempt_number"]
+        where = f"{path} on {', '.join(self.config.base_urls)}"
+        if time.monotonic() >= deadline or attempts <= self.config.max_retries:
+            raise BackendError(f"{where}: no answer within request_timeout={limit:g} s ({attempts} "
+                               f"attempt(s)): {_describe(failure)}")
+        raise BackendError(f"{where} failed after {attempts} attempt(s): {_describe(failure)}")
+
+    def _retrying(self, stop: threading.Event) -> Retrying:
+        """The retry policy of one request; its backoff wait returns as soon as `stop` is set."""
+        attempts, limit = self.config.max_retries + 1, self.config.request_timeout
+        return Retrying(
+            stop=stop_after_attempt(attempts) | stop_before_delay(limit),
+            wait=wait_exponential(multiplier=self.config.retry_wait, max=MAX_BACKOFF),
+            retry=retry_if_exception(_retryable), sleep=sleep_using_event(stop), reraise=True)
+
+    def _attempt(self, path: str, body: dict[str, Any], stop: threading.Event,
+                 deadline: float) -> tuple[str, dict[str, Any]]:
+        if stop.is_set():
+            raise _Stopped  # not retried: the run is stopping
+        with deadline_at(deadline):
+            return self._post(path, body)
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         """Run the jobs on worker threads; this (calling) thread alone emits, so cache writes stay here."""

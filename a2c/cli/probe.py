@@ -24,10 +24,6 @@ if TYPE_CHECKING:
     from a2c.llm import GeneratorConfig
 
 
-class ServerUnreachableError(A2CError):
-    """The OpenAI-compatible server does not answer at the given base URL."""
-
-
 class ProbeInputError(A2CError):
     """A question that cannot be asked (empty or only whitespace), or no question at all."""
 
@@ -64,19 +60,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the request cache")
     parser.set_defaults(handler=_probe)
-
-
-def check_server(base_url: str, timeout: float = 5.0) -> None:
-    """GET {base_url}/models: any HTTP answer means a server is there; no answer is a clear error."""
-    import httpx
-
-    try:
-        httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise ServerUnreachableError(
-            f"cannot reach the server at {base_url} ({type(exc).__name__}: {exc}); is it running (e.g. "
-            "`python -m vllm.entrypoints.openai.api_server --model NAME`) and is the URL right "
-            "(it usually ends in /v1)?") from None
 
 
 def _generator_config(args: argparse.Namespace) -> GeneratorConfig:
@@ -234,12 +217,11 @@ def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
     from a2c.judges import build_judge
     from a2c.llm import build_generator
+    from a2c.llm.server import check_servers
 
     asked = _asked(args)
     config = _generator_config(args)
-    if config.backend == "openai":
-        for url in config.base_urls:
-            check_server(url)
+    check_servers([config])
     generator = build_generator(config)
     wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
     choices = wrapper.answer_many([q for _, q in asked])  # one batched pass over every question

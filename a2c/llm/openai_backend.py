@@ -19,15 +19,16 @@ cache write; the second raises KeyboardInterrupt at once.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from queue import Empty, SimpleQueue
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 from tenacity import (
@@ -44,6 +45,7 @@ from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
 from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.sampling import Emit, SampleResult
+from a2c.llm.server import model_identity
 from a2c.prompts import flatten
 
 
@@ -52,6 +54,8 @@ class BackendError(A2CError):
 
 
 MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts
+
+T = TypeVar("T")
 
 
 class _Stopped(Exception):
@@ -72,14 +76,14 @@ class _Done:
 _Event = _Done | Literal["exited", "interrupted"]
 
 
-def _transient(exc: httpx.HTTPStatusError) -> bool:
-    return exc.response.status_code == 429 or exc.response.status_code >= 500
+def _transient(status: int) -> bool:
+    return status == 429 or status >= 500
 
 
 def _retryable(exc: BaseException) -> bool:
     """429, 5xx, and failures to connect or to get an answer in time."""
     if isinstance(exc, httpx.HTTPStatusError):
-        return _transient(exc)
+        return _transient(exc.response.status_code)
     return isinstance(exc, httpx.TransportError)
 
 
@@ -138,29 +142,71 @@ class OpenAIBackend:
             raise BackendError(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
-        """One request: `max_retries` retries after the first attempt on transient failures, waiting
-        `retry_wait`, then twice as long each time (at most MAX_BACKOFF), all within `request_timeout`;
-        `stop` ends the retrying (it wakes a backoff wait, and no attempt starts once it is set)."""
+        """One request, retried as `_with_retries` says; a refusal (4xx but 429) fails at once."""
         path, body = self.payload(request)
-        limit = self.config.request_timeout
-        retrying = self._retrying(stop)
-        deadline = time.monotonic() + limit
+        where = f"{path} on {', '.join(self.config.base_urls)}"
         try:
-            url, data = retrying(self._attempt, path, body, stop, deadline)
+            url, data = self._with_retries(where, lambda: self._post(path, body), stop)
         except httpx.HTTPStatusError as exc:
-            if not _transient(exc):
-                raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
+            raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
+        return _parse(url, data, chat=path == "/chat/completions")
+
+    def served_model(self) -> dict[str, Any] | None:
+        """What identifies the model the servers serve as `model` (`a2c.llm.server.model_identity`), the
+        same on every base URL: replicas must serve one model, or their answers would be cached as one."""
+        found = {url: self._identity_at(url) for url in self.config.base_urls}
+        if len({json.dumps(identity, sort_keys=True) for identity in found.values()}) > 1:
+            shown = "; ".join(f"{url}: {identity}" for url, identity in found.items())
+            raise BackendError(f"the base_urls serve different models as {self.model!r} ({shown}); "
+                               "replicas of one run must serve the same model")
+        return found[self.config.base_urls[0]]
+
+    def _identity_at(self, base_url: str) -> dict[str, Any] | None:
+        url = f"{base_url}/models"
+        response = self._with_retries(url, lambda: self._get(url), threading.Event())
+        if response.status_code != 200:
+            return None  # a server that does not list its models (404, 501), or not to us (401)
+        try:
+            listing = response.json()
+        except ValueError:
+            return None
+        return model_identity(listing, self.model)
+
+    def _get(self, url: str) -> httpx.Response:
+        """The answer to GET `url`; only a transient refusal raises (501 Not Implemented is not one)."""
+        response = self._client.get(url)
+        if _transient(response.status_code) and response.status_code != 501:
+            response.raise_for_status()
+        return response
+
+    def _with_retries(self, where: str, send: Callable[[], T], stop: threading.Event) -> T:
+        """`send()`, retried on transient failures: `max_retries` retries after the first attempt, waiting
+        `retry_wait`, then twice as long each time (at most MAX_BACKOFF), all within `request_timeout`.
+        `stop` ends the retrying: it wakes a backoff wait, and no attempt starts once it is set. A refusal
+        is raised as it came (the caller words it); giving up is a BackendError naming `where`."""
+        retrying = self._retrying(stop)
+        limit = self.config.request_timeout
+        deadline = time.monotonic() + limit
+
+        def attempt() -> T:
+            if stop.is_set():
+                raise _Stopped  # not retried: the run is stopping
+            with deadline_at(deadline):
+                return send()
+
+        try:
+            return retrying(attempt)
+        except httpx.HTTPStatusError as exc:
+            if not _transient(exc.response.status_code):
+                raise
             failure: httpx.HTTPError = exc
         except httpx.TransportError as exc:  # connection refused/reset, timeouts
             failure = exc
-        else:
-            return _parse(url, data, chat=path == "/chat/completions")
         attempts = retrying.statistics["attempt_number"]
-        where = f"{path} on {', '.join(self.config.base_urls)}"
         if time.monotonic() >= deadline or attempts <= self.config.max_retries:
             raise BackendError(f"{where}: no answer within request_timeout={limit:g} s ({attempts} "
-                               f"attempt(s)): {_describe(failure)}")
-        raise BackendError(f"{where} failed after {attempts} attempt(s): {_describe(failure)}")
+                               f"attempt(s)): {_describe(failure)}") from None
+        raise BackendError(f"{where} failed after {attempts} attempt(s): {_describe(failure)}") from None
 
     def _retrying(self, stop: threading.Event) -> Retrying:
         """The retry policy of one request; its backoff wait returns as soon as `stop` is set."""
@@ -169,13 +215,6 @@ class OpenAIBackend:
             stop=stop_after_attempt(attempts) | stop_before_delay(limit),
             wait=wait_exponential(multiplier=self.config.retry_wait, max=MAX_BACKOFF),
             retry=retry_if_exception(_retryable), sleep=sleep_using_event(stop), reraise=True)
-
-    def _attempt(self, path: str, body: dict[str, Any], stop: threading.Event,
-                 deadline: float) -> tuple[str, dict[str, Any]]:
-        if stop.is_set():
-            raise _Stopped  # not retried: the run is stopping
-        with deadline_at(deadline):
-            return self._post(path, body)
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         """Run the jobs on worker threads; this (calling) thread alone emits, so cache writes stay here."""

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from a2c.cache import Cache, NoCache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
 
 CACHE_NAMESPACE = "generation"
+_UNREAD = object()  # CachedGenerator has not asked its backend which model it serves yet
 
 
 @dataclass
@@ -42,6 +43,11 @@ class SampleBackend(Protocol):
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None: ...
 
+    def served_model(self) -> dict[str, Any] | None:
+        """What identifies the weights behind `model` beyond its name, as the server reports it (part of
+        every cache key); None when the name says it all (in-process backends load what it names)."""
+        ...
+
 
 def sample_seed(seed: int | None, sample: int) -> int | None:
     """Seed of sample `sample`: the request seed itself for sample 0, a hash-spread value after it."""
@@ -51,9 +57,14 @@ def sample_seed(seed: int | None, sample: int) -> int | None:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def request_key(backend: str, model: str, request: GenerationRequest, sample: int) -> str:
-    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index."""
+def request_key(backend: str, model: str, request: GenerationRequest, sample: int,
+                served: Mapping[str, Any] | None = None) -> str:
+    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index, and
+    what identifies the served model where the server reports it (`served`; None leaves it out, so a key
+    made before it existed is the same key)."""
+    identity = {} if served is None else {"served": served}
     return make_key(
+        **identity,
         backend=backend,
         model=model,
         prompt=request.prompt,
@@ -75,6 +86,7 @@ class CachedGenerator:
     impl: SampleBackend
     cache: Cache | NoCache = field(default_factory=NoCache)
     stats: GenerationStats = field(default_factory=GenerationStats)
+    _served: Any = field(default=_UNREAD, init=False, repr=False)
 
     @property
     def backend(self) -> str:
@@ -84,9 +96,16 @@ class CachedGenerator:
     def model(self) -> str:
         return self.impl.model
 
+    def served_model(self) -> dict[str, Any] | None:
+        """The backend's `served_model`, asked on first use only (one /models request per server)."""
+        if self._served is _UNREAD:
+            self._served = self.impl.served_model()
+        return self._served
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         slots = [(r, i) for r, request in enumerate(requests) for i in range(request.n)]
-        keys = [request_key(self.backend, self.model, requests[r], i) for r, i in slots]
+        served = self.served_model() if slots else None
+        keys = [request_key(self.backend, self.model, requests[r], i, served) for r, i in slots]
         stored = self.cache.get_many(keys, CACHE_NAMESPACE)
         results: list[SampleResult | None] = [None] * len(slots)
         from_cache = [False] * len(slots)

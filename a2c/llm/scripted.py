@@ -45,6 +45,9 @@ class ScriptedBackend:
         self.model = model
         self.replies = script_replies(model)
 
+    def served_model(self) -> None:
+        return None  # the script is the name
+
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         done = []
         for j, job in enumerate(jobs):

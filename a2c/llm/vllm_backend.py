@@ -169,6 +169,9 @@ class VLLMBackend:
         the backend cannot generate after it."""
         shutdown_engines()
 
+    def served_model(self) -> None:
+        return None  # it loads what the name says (a local folder or a hub id)
+
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         from vllm import SamplingParams
 

@@ -27,6 +27,7 @@ from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding, parse_yaml, read_text
 from a2c.llm import GeneratorConfig
 from a2c.registry import Registry, UnknownNameError
+from a2c.runpaths import run_name, run_output
 
 if TYPE_CHECKING:
     from a2c.classification.config import ClassificationConfig
@@ -272,6 +273,16 @@ class ExperimentConfig(_Strict):
     output: str | None = None  # run folder; default runs/<name>
     # questions per generate call inside a stage: batches stay large, the progress bar and resume stay fine
     chunk_size: int = Field(64, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _inside_runs(cls, name: str) -> str:
+        return run_name(name)
+
+    @field_validator("output")
+    @classmethod
+    def _normal_output(cls, output: str | None) -> str | None:
+        return None if output is None else run_output(output)
 
     @field_validator("judges", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from pydantic import (
 
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.llm import GeneratorConfig
+from a2c.runpaths import run_name, run_output
 
 # the fields an item can have; `columns:` maps each to the file's own column name
 FIELDS = ("id", "text", "premise", "hypothesis", "label", "bundle", "group", "negated_hypothesis",
@@ -190,6 +191,16 @@ class ClassificationConfig(_Strict):
     suites: SuitesConfig = Field(default_factory=SuitesConfig)
     output: str | None = None
     chunk_size: int = Field(64, ge=1)  # items per generate call (progress and resume granularity)
+
+    @field_validator("name")
+    @classmethod
+    def _inside_runs(cls, name: str) -> str:
+        return run_name(name)
+
+    @field_validator("output")
+    @classmethod
+    def _normal_output(cls, output: str | None) -> str | None:
+        return None if output is None else run_output(output)
 
     @field_validator("suites")
     @classmethod

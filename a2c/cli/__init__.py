@@ -18,6 +18,7 @@ import traceback
 
 from a2c import __version__
 from a2c.errors import A2CError
+from a2c.redact import redact
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
 COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "score", "judge", "models")
@@ -51,8 +52,9 @@ def _debug_everywhere(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 
 def _one_line(text: str) -> str:
-    """A message on one line, so each failure is exactly one line however its text was built."""
-    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+    """A message on one line, so each failure is exactly one line however its text was built, with any
+    credential it quotes masked (a server's error body, a URL)."""
+    return redact(" ".join(part.strip() for part in text.splitlines() if part.strip()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _generator_config(args: argparse.Namespace) -> GeneratorConfig:
+    from pydantic import ValidationError
+
     from a2c.llm import GeneratorConfig
 
     fields: dict[str, object] = {"backend": args.backend or ("openai" if args.base_urls else "transformers")}
@@ -76,7 +78,12 @@ def _generator_config(args: argparse.Namespace) -> GeneratorConfig:
         fields["timeout"] = args.timeout
     if args.retries is not None:
         fields["max_retries"] = args.retries
-    return GeneratorConfig(**fields)
+    try:
+        return GeneratorConfig(**fields)
+    except ValidationError as exc:  # its messages only: the inputs it would quote may hold a key
+        raise ProbeInputError("; ".join(f"{'.'.join(map(str, e['loc']))}: "
+                                        f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+                              ) from None
 
 
 def _retries(text: str) -> int:

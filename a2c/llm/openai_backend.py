@@ -47,6 +47,7 @@ from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.sampling import Emit, SampleResult
 from a2c.llm.server import model_identity
 from a2c.prompts import flatten
+from a2c.redact import redact
 
 
 class BackendError(A2CError):
@@ -89,7 +90,7 @@ def _retryable(exc: BaseException) -> bool:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, httpx.HTTPStatusError):
-        return f"HTTP {exc.response.status_code}: {exc.response.text[:300]}"
+        return f"HTTP {exc.response.status_code}: {redact(exc.response.text)[:300]}"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -139,7 +140,8 @@ class OpenAIBackend:
         try:
             return url, response.json()
         except ValueError:
-            raise BackendError(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
+            raise BackendError(f"malformed response from {url}: not JSON: {redact(response.text)[:200]!r}"
+                               ) from None
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
         """One request, retried as `_with_retries` says; a refusal (4xx but 429) fails at once."""
@@ -317,7 +319,7 @@ def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:
                                 _logprobs(choice.get("logprobs"), chat=chat))
         return SampleResult(completion, int(usage.get("prompt_tokens") or 0))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise BackendError(f"malformed response from {url}: {exc!r} in {str(data)[:200]}") from None
+        raise BackendError(f"malformed response from {url}: {exc!r} in {redact(str(data))[:200]}") from None
 
 
 def _logprobs(raw: Any, *, chat: bool) -> list[dict[str, float]] | None:

@@ -13,9 +13,10 @@ import hashlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
-from a2c.cache import Cache, NoCache, make_key
+from a2c.cache import Cache, NoCache, damaged_cache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
 
@@ -111,7 +112,7 @@ class CachedGenerator:
         from_cache = [False] * len(slots)
         for s, key in enumerate(keys):
             if key in stored:
-                result = _from_json(stored[key])
+                result = _from_json(stored[key], self.cache.path)
                 # a sample of a cut prompt answers this request only if the prompt would be cut the same way
                 if result.truncated_to is None or result.truncated_to == self.impl.truncates_to:
                     results[s] = result
@@ -167,8 +168,14 @@ def _to_json(result: SampleResult) -> dict:
     return {**asdict(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
 
 
-def _from_json(value: dict) -> SampleResult:
-    value = dict(value)
-    prompt_tokens = value.pop("prompt_tokens", 0)
-    truncated_to = value.pop("truncated_to", None)
-    return SampleResult(Completion(**value), prompt_tokens, truncated_to)
+def _from_json(value: Any, path: Path | None) -> SampleResult:
+    try:
+        value = dict(value)
+        prompt_tokens = int(value.pop("prompt_tokens", 0))
+        truncated_to = value.pop("truncated_to", None)
+        completion = Completion(**value)
+        if not isinstance(completion.text, str):
+            raise TypeError("text is not a string")
+    except (TypeError, ValueError) as exc:  # not what _to_json wrote
+        raise damaged_cache(path, f"a generation entry is not a stored answer ({exc})") from None
+    return SampleResult(completion, prompt_tokens, truncated_to)

@@ -153,7 +153,7 @@ def test_a_deeply_nested_json_line(tmp_path, capsys):
 
 
 def test_memory_error_is_exit_2_with_a_hint(capsys, monkeypatch):
-    def exhausted(*args: object) -> float:
+    def exhausted(*args: object, **kwargs: object) -> float:
         raise MemoryError
 
     monkeypatch.setattr("a2c.cli.metrics.relative_consistency", exhausted)
@@ -163,7 +163,7 @@ def test_memory_error_is_exit_2_with_a_hint(capsys, monkeypatch):
 
 
 def test_other_os_errors_stay_a2c_s_own(capsys, monkeypatch):
-    def broken(*args: object) -> float:
+    def broken(*args: object, **kwargs: object) -> float:
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr("a2c.cli.metrics.relative_consistency", broken)

@@ -9,6 +9,7 @@ exits at once; a rerun asks the server only for what the cache does not hold.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -92,6 +93,32 @@ def test_ctrl_c_on_probe_caches_what_completes_and_exits_130(server, tmp_path):
     asked = _requests(server.arrived)
     assert len(hung) == 1 and hung <= asked and not done & asked
     assert "A2C answer:" in stdout
+
+
+def test_sigterm_is_a_first_ctrl_c_and_exits_143(server, tmp_path):
+    # as in the Ctrl-C test: two answered at once, one 1.5 s late (inside the 3 s grace), one hangs
+    server.reset(delays=[0.0, 0.0, 1.5, HANG])
+    proc = _start(["-m", "a2c", "probe", "What colour is the sky?", "--base-url", server.url, "--model", "x",
+                   "--judge", "exact"], tmp_path)
+    server.wait_for(lambda: len(server.answered) == 2 and len(server.arrived) == 4)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    assert stderr.splitlines() == ["a2c: terminated (SIGTERM)"]  # one line, no traceback
+    assert len(server.answered) == 3 and _cached(tmp_path / ".a2c-cache" / "cache.sqlite") == 3
+
+
+def test_sigterm_anywhere_else_ends_in_one_line_and_the_handler_is_put_back(monkeypatch, capsys):
+    from a2c.cli import main
+
+    def terminated_now(*args: object, **kwargs: object) -> float:
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered to this (main) thread: raises at once
+        raise AssertionError("SIGTERM did not stop the command")
+
+    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", terminated_now)
+    assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 143
+    assert capsys.readouterr().err == "a2c: terminated (SIGTERM)\n"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 SCRIPT = textwrap.dedent("""

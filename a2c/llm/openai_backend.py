@@ -5,15 +5,15 @@ with `endpoint: completions` for servers without a chat template). Requests fan 
 worker threads and are spread round-robin over `base_urls`, so several replicas serve one run. Transient
 failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff (tenacity), all
 within `request_timeout` per request (a2c.llm.deadline); other 4xx answers and malformed bodies fail at
-once with the server's message. Each finished request is handed to the cache
-immediately, so a run killed mid-way resumes where it stopped.
+once with the server's message. Each finished request is handed to the cache immediately, so a run killed
+mid-way resumes where it stopped.
 
-Stopping (Ctrl-C, or a request that failed for good): queued requests are dropped, no retry starts, and
-requests in flight get `interrupt_grace` seconds; each that completes in that time is cached, the rest are
-abandoned. The workers are daemon threads, so abandoned requests never hold up the exit (a thread pool
-joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). While a run is
-going, the first SIGINT is turned into an event of the main loop, so it never lands in the middle of a
-cache write; the second raises KeyboardInterrupt at once.
+Stopping (Ctrl-C or SIGTERM, or a request that failed for good): queued requests are dropped, no retry
+starts, and requests in flight get `interrupt_grace` seconds; each that completes in that time is cached,
+the rest are abandoned. The workers are daemon threads, so abandoned requests never hold up the exit (a
+thread pool joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). While
+a run is going, the first SIGINT or SIGTERM is turned into an event of the main loop (`a2c.interrupts`),
+so it never lands in the middle of a cache write; the second raises at once.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from typing import Any, Literal, TypeVar
@@ -41,6 +39,7 @@ from tenacity import (
 )
 
 from a2c.errors import A2CError
+from a2c.interrupts import first_interrupt_as_event
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
 from a2c.llm.deadline import DeadlineTransport, deadline_at
@@ -224,14 +223,20 @@ class OpenAIBackend:
         for j in range(len(jobs)):
             todo.put(j)
         events: SimpleQueue[_Event] = SimpleQueue()
-        stop, interrupted = threading.Event(), threading.Event()
+        stop = threading.Event()
+        stopped_by: list[type[KeyboardInterrupt]] = []  # the first SIGINT (KeyboardInterrupt) or SIGTERM
+
+        def interrupted(kind: type[KeyboardInterrupt]) -> None:  # in a signal handler: record and queue
+            stopped_by.append(kind)
+            events.put("interrupted")  # SimpleQueue.put is safe in a signal handler
+
         workers = min(self.config.max_concurrency, len(jobs))
         for i in range(workers):
             threading.Thread(target=self._work, args=(jobs, todo, events, stop), name=f"a2c-http-{i}",
                              daemon=True).start()
         failure: Exception | None = None
         try:
-            with _first_sigint_as_event(events, interrupted):
+            with first_interrupt_as_event(interrupted):
                 exited, deadline = 0, None
                 while exited < workers:
                     wait = None if deadline is None else deadline - time.monotonic()
@@ -249,8 +254,8 @@ class OpenAIBackend:
                         deadline = time.monotonic() + self.config.interrupt_grace
         finally:
             stop.set()  # however the loop ended, no worker starts another attempt
-        if interrupted.is_set():
-            raise KeyboardInterrupt
+        if stopped_by:
+            raise stopped_by[0]
         if failure is not None:
             raise failure
 
@@ -284,28 +289,6 @@ def _next_events(events: SimpleQueue[_Event], timeout: float | None) -> list[_Ev
             batch.append(events.get_nowait())
         except Empty:
             return batch
-
-
-@contextmanager
-def _first_sigint_as_event(events: SimpleQueue[_Event], interrupted: threading.Event) -> Iterator[None]:
-    """While the block runs, the first SIGINT sets `interrupted` and queues an event (SimpleQueue.put is
-    safe in a signal handler) and the second raises KeyboardInterrupt as usual. Only where Python's own
-    handler is in place, in the main thread: an ignored SIGINT or someone else's handler is left alone."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-
-    def first(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        interrupted.set()
-        events.put("interrupted")
-
-    signal.signal(signal.SIGINT, first)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.errors import A2CError
+from a2c.faults import environment_fault
 
 DEFAULT_CACHE_PATH = Path(".a2c-cache") / "cache.sqlite"
 _SQLITE_MAX_VARIABLES = 900  # stay under SQLite's default host-parameter limit in IN (...) lookups
@@ -30,6 +31,37 @@ _BUSY_TIMEOUT_S = 60.0
 
 class CacheError(A2CError):
     """The cache file cannot be opened or written (bad path, not a SQLite file, disk full)."""
+
+
+def _recover(path: Path) -> str:
+    return (f"delete {path} (it holds only cached model answers and judge scores: a rerun asks for them "
+            "again), or run with --no-cache")
+
+
+_DAMAGED = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+_UNWRITABLE = "make the cache folder writable, or set the generator's `cache:` to a writable path"
+# SQLite's (primary) error names → what to do
+_SQLITE_HINTS: dict[str, str] = {
+    "SQLITE_FULL": "free some space and rerun (finished model calls are kept)",
+    "SQLITE_READONLY": _UNWRITABLE, "SQLITE_CANTOPEN": _UNWRITABLE, "SQLITE_PERM": _UNWRITABLE,
+}
+
+
+def cache_error(path: Path, action: str, exc: sqlite3.Error | OSError) -> CacheError:
+    """`cannot <action> cache PATH: <problem>` with what to do about it, where that is known: a damaged
+    file is deleted, a full disk freed, a locked-down folder opened or the cache put elsewhere."""
+    if isinstance(exc, OSError):
+        fault = environment_fault(exc, path)
+        hint = fault.hint if fault is not None else None
+    else:  # SQLITE_READONLY_DBMOVED → SQLITE_READONLY
+        code = "_".join(getattr(exc, "sqlite_errorname", "").split("_")[:2])
+        hint = _recover(path) if code in _DAMAGED else _SQLITE_HINTS.get(code)
+    return CacheError(f"cannot {action} cache {path}: {exc}", hint=hint)
+
+
+def damaged_cache(path: Path | None, detail: str) -> CacheError:
+    """A cache entry that is not what a2c stored: the file was damaged (or written by something else)."""
+    return CacheError(f"{path}: {detail}: the cache file is damaged", hint=_recover(Path(str(path))))
 
 
 def _canonical(value: Any) -> Any:
@@ -80,7 +112,7 @@ class Cache:
                 "value TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID"
             )
         except (sqlite3.Error, OSError) as exc:
-            raise CacheError(f"cannot open cache {self.path}: {exc}") from None
+            raise cache_error(self.path, "open", exc) from None
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -99,8 +131,13 @@ class Cache:
                         (namespace, *chunk),
                     ).fetchall()
                 except sqlite3.Error as exc:
-                    raise CacheError(f"cannot read cache {self.path}: {exc}") from None
-                found.update((k, json.loads(v)) for k, v in rows)
+                    raise cache_error(self.path, "read", exc) from None
+                for key, value in rows:
+                    try:
+                        found[key] = json.loads(value)
+                    except (ValueError, RecursionError):
+                        raise damaged_cache(self.path, f"the {namespace} entry {key[:12]}… is not JSON"
+                                            ) from None
         return found
 
     def get(self, key: str, namespace: str = "generation") -> Any | None:
@@ -124,7 +161,7 @@ class Cache:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise CacheError(f"cannot write cache {self.path}: {exc}") from None
+                    raise cache_error(self.path, "write", exc) from None
                 raise
 
     def put(self, key: str, value: Any, namespace: str = "generation") -> None:

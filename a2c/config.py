@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from a2c.errors import A2CError
 from a2c.llm import GeneratorConfig
 from a2c.registry import Registry, UnknownNameError
+from a2c.runpaths import run_name, run_output
 
 
 class ConfigError(A2CError, ValueError):
@@ -49,6 +50,16 @@ class RunConfig(StrictModel):
     output: str | None = None  # run folder; default runs/<name>
     # items per generate call inside a stage: batches stay large, the progress bar and resume stay fine
     chunk_size: int = Field(64, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _inside_runs(cls, name: str) -> str:
+        return run_name(name)
+
+    @field_validator("output")
+    @classmethod
+    def _normal_output(cls, output: str | None) -> str | None:
+        return None if output is None else run_output(output)
 
     @property
     def run_dir(self) -> Path:

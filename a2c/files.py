@@ -8,6 +8,7 @@ tracebacks; here each becomes the caller's `A2CError` subclass with `file:line:`
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,47 @@ def read_text(path: Path, error: type[A2CError], *, what: str = "file", encoding
     return text
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with two changes that keep a file meaning what its author wrote:
+
+    - a key given twice in one mapping is an error (PyYAML keeps the last one: a second `generator:` block
+      silently replaced the first);
+    - only `true`/`false` are booleans, as in YAML 1.2; PyYAML follows YAML 1.1, where `yes`, `no`, `on`
+      and `off` are booleans too, so `labels: [yes, no]` became `[True, False]`. They are read as the
+      text written; a boolean setting still takes them (pydantic reads "yes"/"no"/"on"/"off" as booleans).
+    """
+
+    yaml_implicit_resolvers = {  # noqa: RUF012 (PyYAML's own class-level table, replaced whole)
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # a merge key (<<) may override on purpose; other keys PyYAML checks itself
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key]}); give each key once",
+                    key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
 def parse_yaml(text: str, source: str, error: type[A2CError]) -> tuple[Any, yaml.Node | None]:
     """The data of YAML text and its node tree (which keeps line numbers); a YAML problem is `error` on one
-    line, `source:line: not valid YAML: problem`."""
+    line, `source:line: not valid YAML: problem`. Read by `_Loader`: duplicate keys are errors, and only
+    true/false are booleans."""
     try:
-        return yaml.safe_load(text), yaml.compose(text)
+        # _Loader is a SafeLoader: no python/object tags
+        return yaml.load(text, Loader=_Loader), yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source

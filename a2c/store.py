@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from a2c.faults import environment_fault
 from a2c.runfiles import MatricesFile, MatrixSet, R, RowsFile, RunFileError
 
 
@@ -65,6 +66,8 @@ class Store(ABC):
             return json.loads(self.read_text(name))
         except json.JSONDecodeError as exc:
             raise RunFileError(f"{self.where(name)}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise RunFileError(f"{self.where(name)}: JSON nested too deep to read") from None
 
     def write_json(self, name: str, data: Any) -> None:
         self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -117,15 +120,21 @@ class RunFolder(Store):
 
     def write_bytes(self, name: str, data: bytes) -> None:
         target = self.file(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError as exc:  # a full disk or a read-only folder: named here, where the file is known
+            fault = environment_fault(exc, target)
+            if fault is None:
+                raise
+            raise fault from None
 
     def exists(self, name: str) -> bool:
         return self.file(name).is_file()

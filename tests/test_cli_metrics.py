@@ -1,13 +1,18 @@
 import math
 import subprocess
 import sys
+import tracemalloc
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from matplotlib.image import imread
 
 from a2c.cli import main
 from a2c.cli.metrics import rc_grids
 from a2c.metrics import relative_consistency
+from a2c.metrics.binomial import _primes_upto as binomial_primes
+from a2c.metrics.contrast import consistency_bounds, distribution_work, exact_memory, exact_work
 
 
 def test_rc_prints_score_and_bounds(capsys):
@@ -82,3 +87,66 @@ def test_console_entry_point_runs_the_command():
     )
     assert done.returncode == 0, done.stderr
     assert "RC = 0.888889" in done.stdout
+
+
+# -- bounds: memory estimated before the work, a progress bar for long exact runs --------------------------
+
+def _never(*args, **kwargs):
+    raise AssertionError("the work started although its input is beyond the bound")
+
+
+def test_rc_beyond_the_memory_bound_is_refused_before_any_work(capsys, monkeypatch):
+    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", _never)
+    args = ["metrics", "rc", "--bundles", "1000000000", "--correct", "5", "--consistent", "0"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    estimate = exact_memory(10**9, 2) / 1024**3  # ~33.8 GiB: a sieve up to 2·10^9 alone is 2 GB
+    assert err == (f"a2c: error: RC of 1000000000 bundles of 2 needs about {estimate:.1f} GiB of memory "
+                   "(2,000,000,000 instances), more than the 2.0 GiB a2c allows; use fewer or smaller "
+                   "bundles\n")
+
+
+def test_rc_plot_beyond_the_memory_bound_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("a2c.cli.metrics.rc_grids", _never)
+    # the case that grew to 14.6 GB before the kernel killed it
+    out = str(tmp_path / "x.png")
+    args = ["metrics", "rc-plot", "--bundles", "1000", "--bundle-size", "1000", "--out", out]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert ("the heatmap of 1000 bundles of 1000 needs about 186.5 GiB of memory (1,001 × 1,000,001 cells)"
+            in err)
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_the_memory_estimate_bounds_what_the_exact_computation_allocates():
+    n, b = 100_000, 2
+    binomial_primes.cache_clear()  # the sieve is part of the cost
+    tracemalloc.start()
+    relative_consistency(n, n, n // 4, b)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak <= exact_memory(n, b) and exact_memory(n, b) < 4 * peak  # an upper bound, not a wild one
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(2, 5), st.data())
+def test_progress_adds_up_to_the_announced_work(n, b, data):
+    a = data.draw(st.integers(0, n * b))
+    c_min, c_max = consistency_bounds(n, a, b)
+    c = data.draw(st.integers(c_min, c_max))
+    done: list[float] = []
+    assert relative_consistency(n, a, c, b, progress=done.append) == relative_consistency(n, a, c, b)
+    assert sum(done) == pytest.approx(exact_work(n, a, c, b))
+
+
+def test_heatmap_progress_adds_up_and_grids_are_unchanged():
+    done: list[float] = []
+    assert rc_grids(7, 3, progress=done.append) == rc_grids(7, 3)
+    assert len(done) == 22 and sum(done) == sum(distribution_work(7, a, 3) for a in range(22))
+
+
+def test_a_long_run_shows_a_progress_bar(capsys, monkeypatch):
+    monkeypatch.setattr("a2c.cli.metrics.PROGRESS_AFTER", 0.0)  # every run counts as long
+    assert main(["metrics", "rc", "--bundles", "2000", "--correct", "2000", "--consistent", "500"]) == 0
+    err = capsys.readouterr().err
+    assert "exact RC:   0%|" in err and err.endswith("\r")  # on stderr, cleared when done

@@ -1,5 +1,5 @@
 """Ctrl-C and slow servers on the openai backend: a real `a2c` process against a real 127.0.0.1 HTTP server
-(written here) that answers some requests at once and others late or never, and a real SIGINT.
+(tests/fake_openai.py) that answers some requests at once and others late or never, and a real SIGINT.
 
 What must hold: the first SIGINT drops queued requests, stops retries, waits at most `interrupt_grace` for
 requests in flight and caches each that completes, then `a2c` exits 130 with one line; a second SIGINT
@@ -9,104 +9,23 @@ exits at once; a rerun asks the server only for what the cache does not hold.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig
 from a2c.llm.openai_backend import BackendError, OpenAIBackend
+from tests.fake_openai import HANG, SlowServer
 
 pytestmark = pytest.mark.slow
-
-LIFETIME = 120.0  # seconds: the server shuts itself down after this, whatever the test does
-HANG = 60.0  # a request that "never" gets its answer (ends early when the server stops)
-
-
-class SlowServer:
-    """OpenAI chat/completions on 127.0.0.1: the i-th request (in arrival order) is answered after
-    `delays[i]` seconds (at once when not listed) or, when `status` is set, refused with it. It records what
-    arrived and what it finished answering, and stops by itself after LIFETIME seconds."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-        self.status: int | None = None
-        self.arrived: list[dict] = []
-        self.answered: list[dict] = []
-        self.stopped = threading.Event()
-        self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
-        self._http.handle_error = lambda request, address: None  # a client that left mid-answer
-        self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
-        threading.Thread(target=self._http.serve_forever, daemon=True).start()
-        self._timer = threading.Timer(LIFETIME, self.stop)
-        self._timer.start()
-
-    def reset(self, delays: list[float] | None = None, status: int | None = None) -> None:
-        with self._lock:
-            self.delays, self.status = delays or [], status
-            self.arrived, self.answered = [], []
-
-    def wait_for(self, condition: Callable[[], bool], timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, "the server never saw what the test waits for"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.stopped.set()  # ends every delay at once
-        self._timer.cancel()
-        self._http.shutdown()
-        self._http.server_close()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # /models: what `a2c probe` checks before it starts
-                self._send(200, {"object": "list", "data": []})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    n = len(server.arrived)
-                    server.arrived.append(body)
-                    delay = server.delays[n] if n < len(server.delays) else 0.0
-                    status = server.status
-                if server.stopped.wait(delay):
-                    return
-                if status is not None:
-                    self._send(status, {"error": "busy"})
-                    return
-                self._send(200, {"choices": [{"message": {"role": "assistant", "content": f"Answer {n}."},
-                                              "finish_reason": "stop"}],
-                                 "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
-                with server._lock:
-                    server.answered.append(body)
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
-
 
 @pytest.fixture
 def server() -> Iterator[SlowServer]:
@@ -174,6 +93,32 @@ def test_ctrl_c_on_probe_caches_what_completes_and_exits_130(server, tmp_path):
     asked = _requests(server.arrived)
     assert len(hung) == 1 and hung <= asked and not done & asked
     assert "A2C answer:" in stdout
+
+
+def test_sigterm_is_a_first_ctrl_c_and_exits_143(server, tmp_path):
+    # as in the Ctrl-C test: two answered at once, one 1.5 s late (inside the 3 s grace), one hangs
+    server.reset(delays=[0.0, 0.0, 1.5, HANG])
+    proc = _start(["-m", "a2c", "probe", "What colour is the sky?", "--base-url", server.url, "--model", "x",
+                   "--judge", "exact"], tmp_path)
+    server.wait_for(lambda: len(server.answered) == 2 and len(server.arrived) == 4)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    assert stderr.splitlines() == ["a2c: terminated (SIGTERM)"]  # one line, no traceback
+    assert len(server.answered) == 3 and _cached(tmp_path / ".a2c-cache" / "cache.sqlite") == 3
+
+
+def test_sigterm_anywhere_else_ends_in_one_line_and_the_handler_is_put_back(monkeypatch, capsys):
+    from a2c.cli import main
+
+    def terminated_now(*args: object, **kwargs: object) -> float:
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered to this (main) thread: raises at once
+        raise AssertionError("SIGTERM did not stop the command")
+
+    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", terminated_now)
+    assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 143
+    assert capsys.readouterr().err == "a2c: terminated (SIGTERM)\n"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 SCRIPT = textwrap.dedent("""

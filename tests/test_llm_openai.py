@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
+import httpx
 import pytest
 
 from a2c.cache import Cache, NoCache
@@ -171,3 +173,96 @@ def test_malformed_response_is_a_clear_error(scripted, body):
     gen = _generator([url], max_retries=0)
     with pytest.raises(BackendError, match=r"malformed response from http://127\.0\.0\.1"):
         gen.generate([GenerationRequest(prompt="hi")])
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Sends a good answer one byte at a time, `pause` seconds apart, from the status line on: every read
+    gets a byte long before the read timeout, so only a deadline on the whole request stops it."""
+
+    pause: ClassVar[float] = 0.3
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        data = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(GOOD)}\r\n\r\n"
+                + GOOD).encode()
+        try:
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(self.pause)
+        except OSError:  # the client gave up
+            pass
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def trickle():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_a_server_that_trickles_bytes_fails_at_the_request_deadline(trickle):
+    # the answer takes ~80 s at 0.3 s a byte; each read waits 0.3 s, far under the 5 s read timeout
+    gen = _generator([trickle], timeout=5.0, request_timeout=1.5, max_retries=3, retry_wait=0.01)
+    started = time.monotonic()
+    with pytest.raises(BackendError, match=r"no answer within request_timeout=1\.5 s \(1 attempt\(s\)\): "
+                                           r"ReadTimeout"):
+        gen.generate([GenerationRequest(messages=QUESTION)])
+    assert time.monotonic() - started < 20  # not the 80 s the whole answer would take
+
+
+def test_the_request_deadline_covers_retries_and_backoff(scripted):
+    url, handler = scripted
+    handler.script = [(503, "busy")] * 50
+    gen = _generator([url], max_retries=40, retry_wait=0.2, request_timeout=1.0)
+    with pytest.raises(BackendError, match=r"no answer within request_timeout=1 s \((\d) attempt\(s\)\): "
+                                           r"HTTP 503: busy") as info:
+        gen.generate([GenerationRequest(messages=QUESTION)])
+    attempts = int(info.value.args[0].split("(")[1].split(" ")[0])
+    # waits 0.2, 0.4, 0.8 s: the third would end past the 1 s deadline, so no fourth attempt starts
+    assert attempts == len(handler.seen) == 3
+
+
+def test_stop_wakes_a_backoff_wait_and_starts_no_attempt(scripted):
+    url, handler = scripted
+    handler.script = [(503, "busy")] * 5
+    backend = OpenAIBackend(GeneratorConfig(backend="openai", base_urls=[url], cache=None, retry_wait=600.0))
+    stop, raised = threading.Event(), []
+
+    def request() -> None:
+        try:
+            backend.complete(GenerationRequest(messages=QUESTION), stop)
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=request)
+    worker.start()
+    while not handler.seen:
+        time.sleep(0.01)
+    stop.set()  # the worker is in its 600 s backoff wait
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert [type(e).__name__ for e in raised] == ["_Stopped"] and len(handler.seen) == 1
+
+
+def test_backoff_doubles_from_retry_wait_up_to_the_cap():
+    from a2c.llm.openai_backend import MAX_BACKOFF
+
+    backend = OpenAIBackend(GeneratorConfig(backend="openai", cache=None, retry_wait=4.0, max_retries=9))
+    waits: list[float] = []
+    retrying = backend._retrying(threading.Event()).copy(sleep=waits.append)
+    failures = iter([httpx.ConnectError("refused")] * 9 + [None])
+
+    def attempt() -> str:
+        failure = next(failures)
+        if failure is not None:
+            raise failure
+        return "answered"
+
+    assert retrying(attempt) == "answered"
+    assert waits == [4.0, 8.0, 16.0, MAX_BACKOFF, 30.0, 30.0, 30.0, 30.0, 30.0]

@@ -1,7 +1,7 @@
 """The in-process vLLM backend on the converted embedded model (only where the vllm extra is installed:
 `pip install -e '.[vllm]'` in its own virtualenv, see the README), and its engine processes: a real `a2c`
 in a subprocess must leave none of them running after a normal exit, a Ctrl-C (while the engine starts
-and while it generates) or an exception in a stage."""
+and while it generates), an exception in a stage or a SIGKILL."""
 
 from __future__ import annotations
 
@@ -127,6 +127,34 @@ def test_no_engine_process_outlives_a2c(case, model_dir, tmp_path):
         # the case happened as named: the Ctrl-C was held while the engine started, the stage raised
         assert ("vllm: interrupted; stopping once the engine has started" in said) == ("starts" in case)
         assert ("boom in a stage" in said) == (case == "exception in a stage")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        watch.stop()
+        watch.kill_all()
+
+
+def test_no_engine_process_outlives_a_sigkilled_a2c(model_dir, tmp_path):
+    """SIGKILL leaves a2c no chance to stop its engine: the watchdog (a2c.reaper) does it."""
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", A2C, "run", "probe", "What colour is the sky?",
+                                 "--backend", "vllm", "--model", str(model_dir), "--judge", "exact",
+                                 "--temperatures", "0.5", "--no-cache"],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    watch = ProcessWatch(proc.pid)
+    try:
+        deadline = time.monotonic() + 600
+        while "a2c-test: answers stage" not in err.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+            time.sleep(0.05)
+        time.sleep(2.0)  # the engine is busy with the answers
+        proc.kill()
+        proc.wait(30)
+        watch.stop()
+        assert any(name.startswith("VLLM::") for name in watch.names.values()), watch.names
+        left = watch.wait_gone(30)
+        assert not left, f"left running after SIGKILL: {[(p.pid, p.name()) for p in left]}"
     finally:
         if proc.poll() is None:
             proc.kill()

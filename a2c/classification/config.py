@@ -196,6 +196,7 @@ class ClassificationConfig(RunConfig):
     labeling: LabelingConfig = Field(default_factory=LabelingConfig)
     suites: SuitesConfig = Field(default_factory=SuitesConfig)
 
+
     @field_validator("suites")
     @classmethod
     def _fits_the_data(cls, suites: SuitesConfig, info: ValidationInfo) -> SuitesConfig:

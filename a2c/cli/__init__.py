@@ -5,7 +5,8 @@ import heavy libraries (torch, transformers) lazily so `a2c --help` stays instan
 
 Failures end in one line on stderr, never a traceback (unless `--debug` or `A2C_DEBUG=1`): an `A2CError`
 is the user's to fix (`a2c: error: ...`, an optional `hint:` line, exit 2, as for argparse's usage
-errors); any other exception is a2c's (exit 1); Ctrl-C exits 130.
+errors), and so is a fault of the machine (a full disk, a read-only folder, no memory: `a2c.faults`);
+any other exception is a2c's (exit 1); Ctrl-C exits 130, SIGTERM (handled as a Ctrl-C) 143.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import traceback
 
 from a2c import __version__
 from a2c.errors import A2CError
+from a2c.faults import environment_fault
+from a2c.interrupts import Terminated, sigterm_raises
+from a2c.redact import redact
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
 COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "score", "judge",
@@ -52,8 +56,18 @@ def _debug_everywhere(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 
 def _one_line(text: str) -> str:
-    """A message on one line, so each failure is exactly one line however its text was built."""
-    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+    """A message on one line, so each failure is exactly one line however its text was built, with any
+    credential it quotes masked (a server's error body, a URL)."""
+    return redact(" ".join(part.strip() for part in text.splitlines() if part.strip()))
+
+
+def _user_error(exc: A2CError, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(f"a2c: error: {_one_line(str(exc))}", file=sys.stderr)
+    if exc.hint:
+        print(f"hint: {_one_line(exc.hint)}", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,21 +76,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         debug, command = debug or args.debug, args.command
-        return int(args.handler(args) or 0)
+        with sigterm_raises():  # SIGTERM stops a2c as a Ctrl-C does: grace for requests in flight, clean-up
+            return int(args.handler(args) or 0)
     except A2CError as exc:
-        if debug:
-            traceback.print_exc()
-        print(f"a2c: error: {_one_line(str(exc))}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {_one_line(exc.hint)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+        return _user_error(exc, debug)
+    except KeyboardInterrupt as exc:
         if debug:
             traceback.print_exc()
         resume = "; finished stages and model calls are kept, a rerun resumes from them"
-        print(f"a2c: interrupted{resume if command == 'run' else ''}", file=sys.stderr)
-        return 130
-    except Exception as exc:  # not the user's mistake but a2c's (or the machine's): say so, in one line
+        said, status = ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+        print(f"a2c: {said}{resume if command == 'run' else ''}", file=sys.stderr)
+        return status
+    except Exception as exc:  # a full disk, no memory: the user's to fix; anything else is a2c's mistake
+        fault = environment_fault(exc)
+        if fault is not None:
+            return _user_error(fault, debug)
         if debug:
             traceback.print_exc()
         detail = f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc).strip() else type(exc).__name__

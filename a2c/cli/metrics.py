@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from a2c.errors import A2CError
-from a2c.metrics.contrast import consistency_bounds, consistency_distribution, relative_consistency
+from a2c.metrics.contrast import (
+    consistency_bounds,
+    consistency_distribution,
+    distribution_work,
+    exact_memory,
+    exact_work,
+    relative_consistency,
+)
 
 # the heatmap holds (nb + 1) × (n + 1) cells of exact fractions; beyond this it gets slow and unreadable
 MAX_PLOT_BUNDLES = 1000
+# what a computation may need, estimated before it starts: past it the kernel kills a2c or Python raises
+# MemoryError after minutes of work (rc-plot of 1000 bundles of 1000 grew to 14.6 GB)
+MEMORY_LIMIT = 2 * 1024**3
+# bytes per heatmap cell, measured: two grids of Python floats, the Fractions of a column, and matplotlib's
+# float64 and mask copies (1000 bundles of 2, 2.0·10^6 cells: 566 MB peak, ~200 MB of it the imports)
+PLOT_BYTES_PER_CELL = 200
+# progress bars appear only for work that lasts longer than this (seconds)
+PROGRESS_AFTER = 1.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,9 +49,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plot.set_defaults(handler=_rc_plot)
 
 
+def _within_memory(what: str, needed: int, detail: str) -> None:
+    if needed > MEMORY_LIMIT:
+        raise A2CError(f"{what} needs about {_size(needed)} of memory ({detail}), more than the "
+                       f"{_size(MEMORY_LIMIT)} a2c allows; use fewer or smaller bundles")
+
+
+def _size(count: float) -> str:
+    return next(f"{count / 1024**k:.1f} {unit}" for k, unit in ((3, "GiB"), (2, "MiB"), (0, "bytes"))
+                if count >= 1024**k or k == 0)
+
+
+def _progress_bar(total: float, what: str) -> Any:
+    """A bar on stderr that shows up only once the work has run `PROGRESS_AFTER` seconds."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, delay=PROGRESS_AFTER, leave=False,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
+
+
 def _rc(args: argparse.Namespace) -> int:
     n, a, c, b = args.bundles, args.correct, args.consistent, args.bundle_size
-    rc = relative_consistency(n, a, c, b)
+    consistency_bounds(n, a, b)  # bad counts: their one-line error before any estimate
+    _within_memory(f"RC of {n} bundles of {b}", exact_memory(n, b), f"{n * b:,} instances")
+    with _progress_bar(exact_work(n, a, c, b), "exact RC") as bar:
+        rc = relative_consistency(n, a, c, b, progress=bar.update)
     c_min, c_max = consistency_bounds(n, a, b)
     print(f"RC = {rc:.6f} ({rc:.2%})")
     print(f"accuracy {a}/{n * b} = {a / (n * b):.2%}, consistency {c}/{n} = {c / n:.2%}")
@@ -42,8 +81,10 @@ def _rc(args: argparse.Namespace) -> int:
     return 0
 
 
-def rc_grids(n_bundles: int, bundle_size: int) -> tuple[list[list[float]], list[list[float]]]:
-    """P(c | a) and RC(c, a) as [c][a] grids; unachievable cells are NaN so the plot leaves them blank."""
+def rc_grids(n_bundles: int, bundle_size: int, progress: Callable[[float], object] | None = None
+             ) -> tuple[list[list[float]], list[list[float]]]:
+    """P(c | a) and RC(c, a) as [c][a] grids; unachievable cells are NaN so the plot leaves them blank.
+    `progress` is told the work of each accuracy column done (`distribution_work`)."""
     rows = n_bundles + 1
     cols = n_bundles * bundle_size + 1
     prob = [[math.nan] * cols for _ in range(rows)]
@@ -54,6 +95,8 @@ def rc_grids(n_bundles: int, bundle_size: int) -> tuple[list[list[float]], list[
             running += p
             prob[c][a] = float(p)
             cdf[c][a] = float(running)
+        if progress is not None:
+            progress(distribution_work(n_bundles, a, bundle_size))
     return prob, cdf
 
 
@@ -62,7 +105,12 @@ def _rc_plot(args: argparse.Namespace) -> int:
     if not 1 <= n <= MAX_PLOT_BUNDLES:
         raise A2CError(f"--bundles={n} is outside 1..{MAX_PLOT_BUNDLES} for the plot")
     consistency_bounds(n, 0, b)  # validates the bundle size with a one-line error
-    prob, cdf = rc_grids(n, b)
+    cells = (n + 1) * (n * b + 1)
+    _within_memory(f"the heatmap of {n} bundles of {b}", cells * PLOT_BYTES_PER_CELL + exact_memory(n, b),
+                   f"{n + 1:,} × {n * b + 1:,} cells")
+    work = sum(distribution_work(n, a, b) for a in range(n * b + 1))
+    with _progress_bar(work, "exact heatmap") as bar:
+        prob, cdf = rc_grids(n, b, progress=bar.update)
 
     import matplotlib
 

@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     from a2c.qa.config import A2CConfig, VariationConfig
 
 
-class ServerUnreachableError(A2CError):
-    """The OpenAI-compatible server does not answer at the given base URL."""
-
-
 class ProbeInputError(A2CError):
     """A question that cannot be asked (empty or only whitespace), or no question at all."""
 
@@ -73,20 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_probe)
 
 
-def check_server(base_url: str, timeout: float = 5.0) -> None:
-    """GET {base_url}/models: any HTTP answer means a server is there; no answer is a clear error."""
-    import httpx
-
-    try:
-        httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise ServerUnreachableError(
-            f"cannot reach the server at {base_url} ({type(exc).__name__}: {exc}); is it running (e.g. "
-            "`python -m vllm.entrypoints.openai.api_server --model NAME`) and is the URL right "
-            "(it usually ends in /v1)?") from None
-
-
 def _generator_config(args: argparse.Namespace) -> GeneratorConfig:
+    from pydantic import ValidationError
+
     from a2c.llm import GeneratorConfig
 
     fields: dict[str, object] = {"backend": args.backend or ("openai" if args.base_urls else "transformers")}
@@ -100,7 +85,12 @@ def _generator_config(args: argparse.Namespace) -> GeneratorConfig:
         fields["timeout"] = args.timeout
     if args.retries is not None:
         fields["max_retries"] = args.retries
-    return GeneratorConfig(**fields)
+    try:
+        return GeneratorConfig(**fields)
+    except ValidationError as exc:  # its messages only: the inputs it would quote may hold a key
+        raise ProbeInputError("; ".join(f"{'.'.join(map(str, e['loc']))}: "
+                                        f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+                              ) from None
 
 
 def _retries(text: str) -> int:
@@ -237,12 +227,11 @@ def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
     from a2c.judges import JudgeSpec
     from a2c.llm import build_generator
+    from a2c.llm.server import check_servers
 
     asked = _asked(args)
     config = _generator_config(args)
-    if config.backend == "openai":
-        for url in config.base_urls:
-            check_server(url)
+    check_servers([config])
     generator = build_generator(config)
     variation, a2c, seed = _decoding(args)
     wrapper = AskToChoose(generator, variation=variation, a2c=a2c, seed=seed)

@@ -8,6 +8,8 @@ date without regenerating anything.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 from pathlib import Path
 
 
@@ -27,9 +29,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_report)
 
 
+def check_human_labels(path: Path) -> None:
+    """A labels file the report can use: UTF-8 text (the error names the line) whose numeric labels are
+    finite. NaN or inf parse as numbers and used to crash the rank correlation (exit 1, no file named);
+    everything else about the file the report checks itself."""
+    from a2c.files import read_text
+    from a2c.qa.report import ReportError, read_human_labels
+
+    if not path.is_file():
+        return  # the report says so (or that this task takes no labels)
+    read_text(path, ReportError, what="human labels file", hint="save the labels file as UTF-8")
+    for key, values in read_human_labels(path).items():
+        for value in values:
+            with contextlib.suppress(ValueError):  # a word: the report says labels must be numbers
+                if not math.isfinite(float(value)):
+                    raise ReportError(f"{path}: the label {value!r} of set {', '.join(key)} is not a finite "
+                                      "number", hint="labels are numbers (0/1 or a 1-5 scale); leave out a "
+                                      "set nobody labelled rather than marking it NaN")
+
+
 def _report(args: argparse.Namespace) -> int:
     from a2c.pipeline import report_run
 
+    if args.human_labels is not None:
+        check_human_labels(args.human_labels)  # before rescoring, which loads models
     print(report_run(args.run_dir, rescore=not args.no_rescore, human_labels=args.human_labels,
                      progress=True))
     print(f"written: {args.run_dir / 'report.md'}")

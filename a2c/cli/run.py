@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from a2c.config import RunConfig
+    from a2c.llm import GeneratorConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,11 +46,24 @@ def apply_overrides(config: RunConfig, *, limit: int | None, no_cache: bool) -> 
     return config.model_copy(update=update)
 
 
+def served_generators(config: RunConfig) -> list[GeneratorConfig]:
+    """Every generator a run uses: `generator`, `aux_generator` and an llm judge's own `generator:`."""
+    from a2c.judges.presets import validate_options
+    from a2c.llm import GeneratorConfig
+
+    found = [config.generator, config.aux_generator]
+    for judge in getattr(config, "judges", ()):
+        found.append(getattr(validate_options(judge.name, judge.options), "generator", None))
+    return [g for g in found if isinstance(g, GeneratorConfig)]
+
+
 def _run(args: argparse.Namespace) -> int:
+    from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
     from a2c.tasks import load_config
 
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
+    check_servers(served_generators(config))  # a server that is down fails now, not after its retries
     result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
                             log=print)
     print(result.summary_table())

@@ -87,6 +87,9 @@ def _list(row: Row, column: str | None, separator: str) -> tuple[str, ...]:
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{row.where}: column {column!r} looks like a JSON list but is not valid JSON "
                                f"({exc.msg}, column {exc.colno})") from None
+        except (ValueError, RecursionError):  # a number past Python's digit limit, deep nesting
+            raise DatasetError(f"{row.where}: column {column!r} looks like a JSON list but cannot be read "
+                               "(nested too deep or a number too long)") from None
         if isinstance(parsed, list):
             return _items(row, column, parsed)
     return split_references(text, separator)

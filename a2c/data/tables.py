@@ -79,6 +79,10 @@ def _read_jsonl(path: Path, encoding: str) -> Table:
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})",
                                hint="a JSONL file holds one JSON object per line") from None
+        except (ValueError, RecursionError) as exc:  # a number past Python's digit limit, deep nesting
+            detail = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+            raise DatasetError(f"{where}: JSON that cannot be read ({detail})",
+                               hint="a JSONL file holds one JSON object of questions per line") from None
         if not isinstance(value, dict):
             raise DatasetError(f"{where}: expected a JSON object per line, got {type(value).__name__}")
         columns.update(dict.fromkeys(value))

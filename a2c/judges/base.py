@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from a2c.cache import DEFAULT_CACHE_PATH, Cache, NoCache, make_key, open_cache
+from a2c.cache import DEFAULT_CACHE_PATH, Cache, NoCache, damaged_cache, make_key, open_cache
 from a2c.errors import A2CError
 from a2c.registry import Registry
 from a2c.text import normalize
@@ -232,7 +232,10 @@ class PairwiseJudge:
         todo = []
         for k, key in enumerate(keys):
             if key in found:
-                scores[k] = found[key]
+                value = found[key]
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise damaged_cache(cache.path, f"a judge entry is not a score ({value!r:.40})")
+                scores[k] = value
             else:
                 todo.append(k)
         self.stats = JudgeStats(pairs=len(pairs), cached=len(pairs) - len(todo), scored=len(todo))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from a2c.cache import DEFAULT_CACHE_PATH
 from a2c.llm.context import ContextPolicy
 from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.redact import redact
 
 
 class GeneratorConfig(BaseModel):
@@ -27,7 +29,11 @@ class GeneratorConfig(BaseModel):
     api_key_env: str = "OPENAI_API_KEY"
     endpoint: Literal["chat", "completions"] = "chat"
     # httpx applies it to each phase (connect, write, each read): a server that sleeps fails the attempt
-    timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="seconds per HTTP request")
+    timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="seconds per socket read/write")
+    # one request from its first attempt to its answer, retries and backoff waits included: a server that
+    # trickles a byte every few seconds passes every read timeout, never this (a2c.llm.deadline)
+    request_timeout: float = Field(300.0, gt=0, allow_inf_nan=False,
+                                   description="seconds one request may take, all attempts included")
     max_concurrency: int = Field(8, ge=1)
     max_retries: int = Field(5, ge=0, description="retries after the first try (429, 5xx, connection)")
     retry_wait: float = Field(1.0, gt=0, allow_inf_nan=False,
@@ -60,7 +66,13 @@ class GeneratorConfig(BaseModel):
     def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
             raise ValueError("base_urls needs at least one URL")
-        bad = [u for u in value if not u.startswith(("http://", "https://"))]
+        # a run writes its config (base_urls too) into the run folder, and errors quote URLs
+        with_credentials = [redact(u) for u in value if "@" in urlsplit(u).netloc]
+        if with_credentials:
+            raise ValueError(f"{', '.join(with_credentials)}: credentials in a URL are refused (a run writes "
+                             "its base_urls to config.yaml); put the key in the environment variable that "
+                             "`api_key_env` names (default OPENAI_API_KEY)")
+        bad = [redact(u) for u in value if not u.startswith(("http://", "https://"))]
         if bad:
             raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
         return tuple(u.rstrip("/") for u in value)

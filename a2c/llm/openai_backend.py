@@ -3,38 +3,50 @@
 Raw prompts go to `/completions`, chat messages to `/chat/completions` (or flattened to `/completions`
 with `endpoint: completions` for servers without a chat template). Requests fan out over `max_concurrency`
 worker threads and are spread round-robin over `base_urls`, so several replicas serve one run. Transient
-failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff; other 4xx answers
-and malformed bodies fail at once with the server's message. Each finished request is handed to the cache
-immediately, so a run killed mid-way resumes where it stopped.
+failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff (tenacity), all
+within `request_timeout` per request (a2c.llm.deadline); other 4xx answers and malformed bodies fail at
+once with the server's message. Each finished request is handed to the cache immediately, so a run killed
+mid-way resumes where it stopped.
 
-Stopping (Ctrl-C, or a request that failed for good): queued requests are dropped, no retry starts, and
-requests in flight get `interrupt_grace` seconds; each that completes in that time is cached, the rest are
-abandoned. The workers are daemon threads, so abandoned requests never hold up the exit (a thread pool
-joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). While a run is
-going, the first SIGINT is turned into an event of the main loop, so it never lands in the middle of a
-cache write; the second raises KeyboardInterrupt at once.
+Stopping (Ctrl-C or SIGTERM, or a request that failed for good): queued requests are dropped, no retry
+starts, and requests in flight get `interrupt_grace` seconds; each that completes in that time is cached,
+the rest are abandoned. The workers are daemon threads, so abandoned requests never hold up the exit (a
+thread pool joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). While
+a run is going, the first SIGINT or SIGTERM is turned into an event of the main loop (`a2c.interrupts`),
+so it never lands in the middle of a cache write; the second raises at once.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
-import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from queue import Empty, SimpleQueue
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    sleep_using_event,
+    stop_after_attempt,
+    stop_before_delay,
+    wait_exponential,
+)
 
 from a2c.errors import A2CError
+from a2c.interrupts import first_interrupt_as_event
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
+from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, SampleResult
+from a2c.llm.server import model_identity
+from a2c.redact import redact
 
 
 class BackendError(A2CError):
@@ -42,6 +54,8 @@ class BackendError(A2CError):
 
 
 MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts
+
+T = TypeVar("T")
 
 
 class _Stopped(Exception):
@@ -62,13 +76,20 @@ class _Done:
 _Event = _Done | Literal["exited", "interrupted"]
 
 
-def _transient(exc: httpx.HTTPStatusError) -> bool:
-    return exc.response.status_code == 429 or exc.response.status_code >= 500
+def _transient(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _retryable(exc: BaseException) -> bool:
+    """429, 5xx, and failures to connect or to get an answer in time."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return _transient(exc.response.status_code)
+    return isinstance(exc, httpx.TransportError)
 
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, httpx.HTTPStatusError):
-        return f"HTTP {exc.response.status_code}: {exc.response.text[:300]}"
+        return f"HTTP {exc.response.status_code}: {redact(exc.response.text)[:300]}"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -84,7 +105,8 @@ class OpenAIBackend:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=config.max_concurrency,
                               max_keepalive_connections=config.max_concurrency)
-        self._client = httpx.Client(headers=headers, timeout=config.timeout, limits=limits)
+        self._client = httpx.Client(headers=headers, timeout=config.timeout,
+                                    transport=DeadlineTransport(limits))
         self._urls = itertools.cycle(config.base_urls)
         self._urls_lock = threading.Lock()
 
@@ -117,30 +139,83 @@ class OpenAIBackend:
         try:
             return url, response.json()
         except ValueError:
-            raise BackendError(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
+            raise BackendError(f"malformed response from {url}: not JSON: {redact(response.text)[:200]!r}"
+                               ) from None
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
-        """One request: `max_retries` retries after the first attempt on transient failures, waiting
-        `retry_wait`, then twice as long each time (at most MAX_BACKOFF); `stop` ends the retrying."""
+        """One request, retried as `_with_retries` says; a refusal (4xx but 429) fails at once."""
         path, body = self.payload(request)
-        attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
+        where = f"{path} on {', '.join(self.config.base_urls)}"
+        try:
+            url, data = self._with_retries(where, lambda: self._post(path, body), stop)
+        except httpx.HTTPStatusError as exc:
+            raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
+        return _parse(url, data, chat=path == "/chat/completions")
+
+    def served_model(self) -> dict[str, Any] | None:
+        """What identifies the model the servers serve as `model` (`a2c.llm.server.model_identity`), the
+        same on every base URL: replicas must serve one model, or their answers would be cached as one."""
+        found = {url: self._identity_at(url) for url in self.config.base_urls}
+        if len({json.dumps(identity, sort_keys=True) for identity in found.values()}) > 1:
+            shown = "; ".join(f"{url}: {identity}" for url, identity in found.items())
+            raise BackendError(f"the base_urls serve different models as {self.model!r} ({shown}); "
+                               "replicas of one run must serve the same model")
+        return found[self.config.base_urls[0]]
+
+    def _identity_at(self, base_url: str) -> dict[str, Any] | None:
+        url = f"{base_url}/models"
+        response = self._with_retries(url, lambda: self._get(url), threading.Event())
+        if response.status_code != 200:
+            return None  # a server that does not list its models (404, 501), or not to us (401)
+        try:
+            listing = response.json()
+        except ValueError:
+            return None
+        return model_identity(listing, self.model)
+
+    def _get(self, url: str) -> httpx.Response:
+        """The answer to GET `url`; only a transient refusal raises (501 Not Implemented is not one)."""
+        response = self._client.get(url)
+        if _transient(response.status_code) and response.status_code != 501:
+            response.raise_for_status()
+        return response
+
+    def _with_retries(self, where: str, send: Callable[[], T], stop: threading.Event) -> T:
+        """`send()`, retried on transient failures: `max_retries` retries after the first attempt, waiting
+        `retry_wait`, then twice as long each time (at most MAX_BACKOFF), all within `request_timeout`.
+        `stop` ends the retrying: it wakes a backoff wait, and no attempt starts once it is set. A refusal
+        is raised as it came (the caller words it); giving up is a BackendError naming `where`."""
+        retrying = self._retrying(stop)
+        limit = self.config.request_timeout
+        deadline = time.monotonic() + limit
+
+        def attempt() -> T:
             if stop.is_set():
-                raise _Stopped
-            try:
-                url, data = self._post(path, body)
-            except httpx.HTTPStatusError as exc:
-                if not _transient(exc):
-                    raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
-                failure: httpx.HTTPError = exc
-            except httpx.TransportError as exc:  # connection refused/reset, timeouts
-                failure = exc
-            else:
-                return _parse(url, data, chat=path == "/chat/completions")
-            if attempt + 1 < attempts and stop.wait(min(self.config.retry_wait * 2 ** attempt, MAX_BACKOFF)):
-                raise _Stopped
-        raise BackendError(f"{path} on {', '.join(self.config.base_urls)} failed after {attempts} "
-                           f"attempt(s): {_describe(failure)}")
+                raise _Stopped  # not retried: the run is stopping
+            with deadline_at(deadline):
+                return send()
+
+        try:
+            return retrying(attempt)
+        except httpx.HTTPStatusError as exc:
+            if not _transient(exc.response.status_code):
+                raise
+            failure: httpx.HTTPError = exc
+        except httpx.TransportError as exc:  # connection refused/reset, timeouts
+            failure = exc
+        attempts = retrying.statistics["attempt_number"]
+        if time.monotonic() >= deadline or attempts <= self.config.max_retries:
+            raise BackendError(f"{where}: no answer within request_timeout={limit:g} s ({attempts} "
+                               f"attempt(s)): {_describe(failure)}") from None
+        raise BackendError(f"{where} failed after {attempts} attempt(s): {_describe(failure)}") from None
+
+    def _retrying(self, stop: threading.Event) -> Retrying:
+        """The retry policy of one request; its backoff wait returns as soon as `stop` is set."""
+        attempts, limit = self.config.max_retries + 1, self.config.request_timeout
+        return Retrying(
+            stop=stop_after_attempt(attempts) | stop_before_delay(limit),
+            wait=wait_exponential(multiplier=self.config.retry_wait, max=MAX_BACKOFF),
+            retry=retry_if_exception(_retryable), sleep=sleep_using_event(stop), reraise=True)
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         """Run the jobs on worker threads; this (calling) thread alone emits, so cache writes stay here."""
@@ -148,14 +223,20 @@ class OpenAIBackend:
         for j in range(len(jobs)):
             todo.put(j)
         events: SimpleQueue[_Event] = SimpleQueue()
-        stop, interrupted = threading.Event(), threading.Event()
+        stop = threading.Event()
+        stopped_by: list[type[KeyboardInterrupt]] = []  # the first SIGINT (KeyboardInterrupt) or SIGTERM
+
+        def interrupted(kind: type[KeyboardInterrupt]) -> None:  # in a signal handler: record and queue
+            stopped_by.append(kind)
+            events.put("interrupted")  # SimpleQueue.put is safe in a signal handler
+
         workers = min(self.config.max_concurrency, len(jobs))
         for i in range(workers):
             threading.Thread(target=self._work, args=(jobs, todo, events, stop), name=f"a2c-http-{i}",
                              daemon=True).start()
         failure: Exception | None = None
         try:
-            with _first_sigint_as_event(events, interrupted):
+            with first_interrupt_as_event(interrupted):
                 exited, deadline = 0, None
                 while exited < workers:
                     wait = None if deadline is None else deadline - time.monotonic()
@@ -173,8 +254,8 @@ class OpenAIBackend:
                         deadline = time.monotonic() + self.config.interrupt_grace
         finally:
             stop.set()  # however the loop ended, no worker starts another attempt
-        if interrupted.is_set():
-            raise KeyboardInterrupt
+        if stopped_by:
+            raise stopped_by[0]
         if failure is not None:
             raise failure
 
@@ -210,28 +291,6 @@ def _next_events(events: SimpleQueue[_Event], timeout: float | None) -> list[_Ev
             return batch
 
 
-@contextmanager
-def _first_sigint_as_event(events: SimpleQueue[_Event], interrupted: threading.Event) -> Iterator[None]:
-    """While the block runs, the first SIGINT sets `interrupted` and queues an event (SimpleQueue.put is
-    safe in a signal handler) and the second raises KeyboardInterrupt as usual. Only where Python's own
-    handler is in place, in the main thread: an ignored SIGINT or someone else's handler is left alone."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-
-    def first(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        interrupted.set()
-        events.put("interrupted")
-
-    signal.signal(signal.SIGINT, first)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
 def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:
     try:
         choice = data["choices"][0]
@@ -243,7 +302,7 @@ def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:
                                 _logprobs(choice.get("logprobs"), chat=chat))
         return SampleResult(completion, int(usage.get("prompt_tokens") or 0))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise BackendError(f"malformed response from {url}: {exc!r} in {str(data)[:200]}") from None
+        raise BackendError(f"malformed response from {url}: {exc!r} in {redact(str(data))[:200]}") from None
 
 
 def _logprobs(raw: Any, *, chat: bool) -> list[dict[str, float]] | None:

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
-from a2c.cache import Cache, NoCache, make_key
+from a2c.cache import Cache, NoCache, damaged_cache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
 
 CACHE_NAMESPACE = "generation"
+_UNREAD = object()  # CachedGenerator has not asked its backend which model it serves yet
 
 
 @dataclass
@@ -42,6 +44,11 @@ class SampleBackend(Protocol):
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None: ...
 
+    def served_model(self) -> dict[str, Any] | None:
+        """What identifies the weights behind `model` beyond its name, as the server reports it (part of
+        every cache key); None when the name says it all (in-process backends load what it names)."""
+        ...
+
 
 def sample_seed(seed: int | None, sample: int) -> int | None:
     """Seed of sample `sample`: the request seed itself for sample 0, a hash-spread value after it."""
@@ -51,9 +58,14 @@ def sample_seed(seed: int | None, sample: int) -> int | None:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def request_key(backend: str, model: str, request: GenerationRequest, sample: int) -> str:
-    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index."""
+def request_key(backend: str, model: str, request: GenerationRequest, sample: int,
+                served: Mapping[str, Any] | None = None) -> str:
+    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index, and
+    what identifies the served model where the server reports it (`served`; None leaves it out, so a key
+    made before it existed is the same key)."""
+    identity = {} if served is None else {"served": served}
     return make_key(
+        **identity,
         backend=backend,
         model=model,
         prompt=request.prompt,
@@ -75,6 +87,7 @@ class CachedGenerator:
     impl: SampleBackend
     cache: Cache | NoCache = field(default_factory=NoCache)
     stats: GenerationStats = field(default_factory=GenerationStats)
+    _served: Any = field(default=_UNREAD, init=False, repr=False)
 
     @property
     def backend(self) -> str:
@@ -84,15 +97,23 @@ class CachedGenerator:
     def model(self) -> str:
         return self.impl.model
 
+    def served_model(self) -> dict[str, Any] | None:
+        """The backend's `served_model`, asked on first use only (one /models request per server)."""
+        if self._served is _UNREAD:
+            self._served = self.impl.served_model()
+        served: dict[str, Any] | None = self._served
+        return served
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         slots = [(r, i) for r, request in enumerate(requests) for i in range(request.n)]
-        keys = [request_key(self.backend, self.model, requests[r], i) for r, i in slots]
+        served = self.served_model() if slots else None
+        keys = [request_key(self.backend, self.model, requests[r], i, served) for r, i in slots]
         stored = self.cache.get_many(keys, CACHE_NAMESPACE)
         results: list[SampleResult | None] = [None] * len(slots)
         from_cache = [False] * len(slots)
         for s, key in enumerate(keys):
             if key in stored:
-                result = _from_json(stored[key])
+                result = _from_json(stored[key], self.cache.path)
                 # a sample of a cut prompt answers this request only if the prompt would be cut the same way
                 if result.truncated_to is None or result.truncated_to == self.impl.truncates_to:
                     results[s] = result
@@ -148,8 +169,14 @@ def _to_json(result: SampleResult) -> dict[str, Any]:
     return {**asdict(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
 
 
-def _from_json(value: dict[str, Any]) -> SampleResult:
-    value = dict(value)
-    prompt_tokens = value.pop("prompt_tokens", 0)
-    truncated_to = value.pop("truncated_to", None)
-    return SampleResult(Completion(**value), prompt_tokens, truncated_to)
+def _from_json(value: Any, path: Path | None) -> SampleResult:
+    try:
+        value = dict(value)
+        prompt_tokens = int(value.pop("prompt_tokens", 0))
+        truncated_to = value.pop("truncated_to", None)
+        completion = Completion(**value)
+        if not isinstance(completion.text, str):
+            raise TypeError("text is not a string")
+    except (TypeError, ValueError) as exc:  # not what _to_json wrote
+        raise damaged_cache(path, f"a generation entry is not a stored answer ({exc})") from None
+    return SampleResult(completion, prompt_tokens, truncated_to)

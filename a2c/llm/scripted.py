@@ -63,6 +63,9 @@ class ScriptedBackend:
         self.replies = script_replies(model)
         self.spread = model.partition(":")[0] == "scripted-spread"
 
+    def served_model(self) -> None:
+        return None  # the script is the name
+
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         done = []
         for j, job in enumerate(jobs):

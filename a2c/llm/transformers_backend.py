@@ -129,6 +129,9 @@ class TransformersBackend:
                                   context_policy, reply_in_context=not self.lm.config.is_encoder_decoder)
         self.truncates_to = self.guard.truncates_to
 
+    def served_model(self) -> None:
+        return None  # it loads what the name says (a local folder or a hub id)
+
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         texts = [prompt_text(self.tokenizer, job) for job in jobs]
         encoded = self.tokenizer(texts, add_special_tokens=self.family.add_special_tokens)["input_ids"]

@@ -16,7 +16,8 @@ The engine runs in child processes (`VLLM::EngineCore`, which starts `VLLM::Work
 a2c: engines are shut down explicitly at exit (`shutdown_engines`, also `VLLMBackend.close`), and a Ctrl-C
 while the engine starts is held until it is up, then stops it (vLLM's start-up swallowed it and then
 waited 600 s for an engine that was gone). vLLM's CPU build starts its processes with `spawn`, so they
-cannot be tied to a2c's life (`PR_SET_PDEATHSIG`) from here: after a SIGKILL they are left running.
+cannot be tied to a2c's life (`PR_SET_PDEATHSIG`) from here; a watchdog process (`a2c.reaper`) kills them
+when a2c is gone, after a SIGKILL too.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import EMBEDDED_GENERATORS
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
+from a2c.reaper import reaper
 
 
 def vllm_model_path(model: str) -> str:
@@ -130,9 +132,11 @@ def load_engine(path: str, seed: int, max_model_len: int, kv_cache_gb: int, bloc
     except ImportError:
         raise A2CError("the vllm backend needs the optional extra: pip install 'a2c[vllm]'") from None
     kwargs: dict[str, Any] = {"enforce_eager": True} if device == "cpu" else {}
+    watchdog = reaper()  # the engine processes die with a2c, even a SIGKILLed one
     with _ctrl_c_held() as interrupted:
         llm = LLM(model=path, seed=seed, max_model_len=max_model_len, enable_prefix_caching=True,
                   block_size=block_size, **kwargs)
+    watchdog.track()
     _ENGINES.append(llm)
     if interrupted.is_set():
         shutdown_engines()
@@ -168,6 +172,9 @@ class VLLMBackend:
         """Stop the engine processes now (they hold the cores and the KV cache until a2c exits otherwise);
         the backend cannot generate after it."""
         shutdown_engines()
+
+    def served_model(self) -> None:
+        return None  # it loads what the name says (a local folder or a hub id)
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         from vllm import SamplingParams

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     FiniteFloat,
     PrivateAttr,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -214,6 +215,38 @@ class AccuracyConfig(StrictModel):
         return similarities
 
 
+class SelectionConfig(BaseModel):
+    """A selection method by name with its options inline (`{name: medoid, judge: rouge1}`); a bare name is
+    the same with no options and is written back as a bare name. Checked by the method's `Options` model
+    (`a2c.qa.selection.SELECTION_METHODS`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from a2c.qa.selection import SELECTION_METHODS
+
+        return registered(SELECTION_METHODS, name)
+
+    @model_validator(mode="after")
+    def _valid_options(self) -> SelectionConfig:
+        from a2c.qa.selection import selection_options
+
+        selection_options(self.name, self.options)  # bad values: keyed by option under this entry
+        return self
+
+    @model_serializer(mode="wrap")
+    def _bare_name(self, handler: Any) -> Any:
+        return handler(self) if self.model_extra else self.name
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
 class A2CConfig(StrictModel):
     enabled: bool = True
     # decoding of the paraphrase-slot rank prompts
@@ -234,6 +267,9 @@ class ExperimentConfig(RunConfig):
     entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
     accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
     a2c: A2CConfig = Field(default_factory=A2CConfig)
+    # how one answer per question and source is picked, each a name or {name, <options>}: a2c (the default:
+    # the majority of the rank choices), usc, medoid, majority_cluster; `random` is always reported
+    selection: list[SelectionConfig] = Field(default_factory=lambda: [SelectionConfig(name="a2c")])
 
     @field_validator("judges", mode="before")
     @classmethod
@@ -251,6 +287,31 @@ class ExperimentConfig(RunConfig):
             return [{"name": j} if isinstance(j, str) else j for j in judges]
         return judges
 
+    @field_validator("selection", mode="before")
+    @classmethod
+    def _expand_selection(cls, selection: Any) -> Any:
+        """`[a2c, usc]` is short for `[{name: a2c}, {name: usc}]`."""
+        if isinstance(selection, list):
+            return [{"name": s} if isinstance(s, str) else s for s in selection]
+        return selection
+
+    @field_validator("selection")
+    @classmethod
+    def _selection_fits(cls, selection: list[SelectionConfig], info: ValidationInfo) -> list[SelectionConfig]:
+        """Methods listed once, reading judges the run has; `a2c` only with Ask-to-Choose on (checked only
+        when `selection` is written out: the default drops `a2c` when A2C is off)."""
+        from a2c.qa.selection import selection_problems
+
+        names = [s.name for s in selection]
+        if len(set(names)) != len(names):
+            raise ValueError(f"selection methods are listed twice: {names}")
+        if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid
+            problems = selection_problems(selection, [j.name for j in info.data["judges"]],
+                                          info.data["a2c"].enabled)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return selection
+
     @model_validator(mode="after")
     def _distinct_judges(self) -> ExperimentConfig:
         names = [j.name for j in self.judges]
@@ -259,6 +320,12 @@ class ExperimentConfig(RunConfig):
         if self.entropy_judge is not None and self.entropy_judge not in names:
             raise ValueError(f"entropy_judge {self.entropy_judge!r} is not among the judges {names}")
         return self
+
+    @property
+    def selection_methods(self) -> list[SelectionConfig]:
+        """The methods that pick an answer: as listed, without `random` (always reported, it picks none)
+        and without `a2c` when Ask-to-Choose is off."""
+        return [s for s in self.selection if s.name != "random" and (s.name != "a2c" or self.a2c.enabled)]
 
     @property
     def entropy_judge_name(self) -> str:

@@ -9,7 +9,7 @@ from a2c.data import QARecord, load_records
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.report import write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
-from a2c.qa.stages import METRICS_STAGE, STAGES, qa_context
+from a2c.qa.stages import METRICS_STAGE, SELECTION, STAGES, qa_context
 from a2c.qa.summary import QASummary, read_summary
 from a2c.store import Store
 from a2c.tasks import TaskSpec
@@ -40,5 +40,5 @@ def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
 
 
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, context=qa_context, stages=STAGES,
-                rescore=(METRICS_STAGE,), summary=SUMMARY, read_summary=_summary, write_report=write_report,
-                metrics=METRICS, flatten=flatten)
+                rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY, read_summary=_summary,
+                write_report=write_report, metrics=METRICS, flatten=flatten)

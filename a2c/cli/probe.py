@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=BACKENDS.names(),
                         help="default: openai with --base-url, else transformers")
     parser.add_argument("--judge", default="embedding", help="judge for the matrix (default: embedding)")
+    parser.add_argument("--selection", action="append", default=[], metavar="NAME",
+                        help="also pick one answer per source with this selection method: a2c, usc, medoid "
+                        "(under --judge), majority_cluster (repeatable)")
     parser.add_argument("--temperatures", type=_number(0.0, inclusive=True), nargs="+",
                         default=[0.25, 0.5, 0.75, 1.0], help="sampling temperatures (finite, >= 0)")
     parser.add_argument("--timeout", type=_number(0.0, inclusive=False),
@@ -150,9 +153,12 @@ class ProbeResult:
     sets: dict[str, SetResult]  # by source: paraphrase, temperature
     choices: list[dict[str, Any]]  # one per rank prompt: source, slot, reply, option, method, text
     answer: str | None  # the A2C answer: the most chosen option
+    # selection method → source → its pick: text, candidate, dont_know, calls, reply, parse
+    selections: dict[str, dict[str, dict[str, Any]]]
 
 
 CHOICE_FIELDS = {"source", "slot", "shown_question", "reply", "option", "method", "text"}
+PICK_FIELDS = {"text", "candidate", "dont_know", "calls", "reply", "parse"}
 
 
 def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -201,7 +207,10 @@ def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], j
         answered = sum(g.source == "paraphrase" for g in choice.generations)
         results.append(ProbeResult(qid, question, techniques - answered, sets,
                                    [c.model_dump(include=CHOICE_FIELDS) for c in choice.choices],
-                                   choice.answer))
+                                   choice.answer,
+                                   {method: {source: pick.model_dump(include=PICK_FIELDS)
+                                             for source, pick in per_source.items()}
+                                    for method, per_source in choice.selections.items()}))
     return results
 
 
@@ -222,6 +231,13 @@ def _print(result: ProbeResult, judge_name: str) -> None:
         chosen = choice["text"] if choice["text"] is not None else "UNPARSED"
         print(f"  {_label(choice['source'], choice['slot'])}  reply {choice['reply'].strip()!r} → {chosen}")
     print(f"\nA2C answer: {result.answer if result.answer is not None else '(no reply could be parsed)'}")
+    if result.selections:
+        print("\nSelection (one answer per source):")
+    for method, per_source in result.selections.items():
+        for source, pick in per_source.items():
+            picked = pick["text"] if pick["text"] is not None else "(no pick)"
+            shown = f" (reply {pick['reply'].strip()!r})" if pick["reply"] is not None else ""
+            print(f"  {method:<17} {source:<12} → {picked}{shown}")
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -229,6 +245,7 @@ def _probe(args: argparse.Namespace) -> int:
     from a2c.judges import JUDGES
     from a2c.llm import build_generator
     from a2c.qa.config import JudgeConfig
+    from a2c.qa.selection import SELECTION_METHODS
 
     asked = _asked(args)
     config = _generator_config(args)
@@ -236,7 +253,9 @@ def _probe(args: argparse.Namespace) -> int:
         for url in config.base_urls:
             check_server(url)
     generator = build_generator(config)
-    wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
+    for name in args.selection:
+        SELECTION_METHODS.get(name)  # an unknown name: one line with the closest names
+    wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed, selection=args.selection)
     JUDGES.get(args.judge)  # an unknown name: one line with the closest names, before any model loads
     judge = JudgeConfig.model_validate({"name": args.judge, **({"cache": None} if args.no_cache else {})})
     # one batched pass over every question, judged by the run's own judges stage

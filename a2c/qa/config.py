@@ -302,9 +302,6 @@ class ExperimentConfig(RunConfig):
         when `selection` is written out: the default drops `a2c` when A2C is off)."""
         from a2c.qa.selection import selection_problems
 
-        names = [s.name for s in selection]
-        if len(set(names)) != len(names):
-            raise ValueError(f"selection methods are listed twice: {names}")
         if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid
             problems = selection_problems(selection, [j.name for j in info.data["judges"]],
                                           info.data["a2c"].enabled)

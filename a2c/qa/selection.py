@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from a2c.config import registered
+from a2c.errors import A2CError
 from a2c.judges import JUDGES, Judge
 from a2c.llm.base import Generator
 from a2c.metrics.consistency import semantic_clusters
@@ -41,6 +42,11 @@ from a2c.stage import generator_slice
 from a2c.text import normalize
 
 RANDOM = "random"
+
+
+class SelectionError(A2CError, ValueError):
+    """Selection methods a run or the wrapper cannot use (a judge it lacks, `a2c` without A2C, `random`)."""
+
 SetKey = tuple[str, Source]  # (question id, source)
 
 
@@ -134,8 +140,10 @@ def selection_options(name: str, options: Mapping[str, Any]) -> SelectionOptions
 
 def selection_problems(selection: Sequence[SelectionConfig], judges: Sequence[str], a2c_enabled: bool
                        ) -> list[str]:
-    """What a method list asks that the run cannot give: a judge it does not list, A2C when it is off."""
-    problems = []
+    """What is wrong with a method list for a run: a method listed twice, a judge the run does not list,
+    `a2c` when Ask-to-Choose is off."""
+    names = [spec.name for spec in selection]
+    problems = [f"selection methods are listed twice: {names}"] if len(set(names)) != len(names) else []
     for spec in selection:
         judge = spec.options.get("judge")
         if judge is not None and judge not in judges:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
+from a2c.metrics import fleiss_kappa, paired_difference_ci, rating_counts, spearman_rho
 from a2c.qa.report import ReportError, Table, _arrow, before_after_table, write_report
-from a2c.qa.summary import QASummary, summarize_metrics
+from a2c.qa.summary import Difference, QASummary, summarize_metrics
 from a2c.runfiles import RunFileError
 from a2c.store import RunFolder
 from a2c.tasks import parse_config
@@ -86,7 +86,13 @@ def test_before_after_table_layout_and_marks(run_dir):
     emb = temperature[table.header.index("Emb")]
     before = [r["judges"]["embedding"]["cons_sem"] for r in rows if r["source"] == "temperature"
               and r["phase"] == "before"]
-    assert emb.startswith(f"{sum(before) / len(before):.3f} → ") and emb.endswith("↑")
+    after = [r["judges"]["embedding"]["cons_sem"] for r in rows if r["source"] == "temperature"
+             and r["phase"] == "after"]
+    # every question gained (after = min(1, before + 0.2)): the paired interval lies above 0
+    change = paired_difference_ci(before, after, resamples=2000, seed=0)
+    assert change.low > 0
+    assert emb == (f"{sum(before) / len(before):.3f} → {sum(after) / len(after):.3f} ↑ "
+                   f"[{change.low:+.3f}, {change.high:+.3f}]")
     # beside accuracy: the share of parsed A2C choices that took "don't know" (temperature: 1 of 1;
     # paraphrase: 0 of 1 parsed, the unparsed reply does not count)
     idk = table.header.index("Don't-know share (A2C)")
@@ -151,13 +157,25 @@ def test_report_errors(run_dir, tmp_path):
         write_report(RunFolder(path))
 
 
-@given(st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 1)))
-def test_arrow_marks_the_direction(before, after):
-    text = _arrow(before, after)
+@given(st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 1)),
+       st.one_of(st.none(), st.tuples(st.floats(-1, 1), st.floats(0, 1))))
+def test_an_arrow_only_where_the_interval_excludes_zero(before, after, bounds):
+    change = None if bounds is None else Difference(mean=bounds[0] + bounds[1] / 2, low=bounds[0],
+                                                    high=bounds[0] + bounds[1], pairs=10, dropped=0)
+    text = _arrow(before, after, change)
     if before is None or after is None:
-        assert "n/a" in text and not text.endswith(("↑", "↓"))
+        assert "n/a" in text and not any(mark in text for mark in "↑↓~")
+    elif change is None:
+        assert text == f"{before:.3f} → {after:.3f} ~"  # no interval: no claim
     else:
-        assert text.endswith("↑" if after > before else "↓" if after < before else "=")
+        low, high = change.low, change.high
+        mark = "↑" if low > 0 else "↓" if high < 0 else "~"
+        assert text == f"{before:.3f} → {after:.3f} {mark} [{low:+.3f}, {high:+.3f}]"
+
+
+def test_an_undefined_interval_draws_no_arrow():
+    undefined = Difference(mean=None, low=None, high=None, pairs=1, dropped=3)
+    assert _arrow(0.2, 0.9, undefined) == "0.200 → 0.900 ~"
 
 
 def test_table_markdown_and_csv_quote_commas():

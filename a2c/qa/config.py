@@ -25,6 +25,7 @@ from a2c.config import RunConfig, StrictModel, registered
 from a2c.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
+from a2c.qa.rows import DEFAULT_IDK_TEXT
 
 
 class DatasetConfig(StrictModel):
@@ -254,7 +255,7 @@ class A2CConfig(StrictModel):
     max_tokens: int = Field(8, ge=1)
     # the rank prompt's last option, in the paper's Listing 1 wording. The wording moves accuracy: under
     # TruthfulQA's scoring "I have no comment." is a true reference, and "I don't know ..." shares its "I"
-    idk_text: str = Field("Don't know the correct answer", min_length=1)
+    idk_text: str = Field(DEFAULT_IDK_TEXT, min_length=1)
 
 
 class ExperimentConfig(RunConfig):

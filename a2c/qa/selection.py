@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,7 +31,6 @@ from a2c.judges import JUDGES, Judge
 from a2c.llm.base import Generator
 from a2c.metrics.consistency import semantic_clusters
 from a2c.metrics.selection import majority_cluster_index, medoid_index
-from a2c.qa.config import ExperimentConfig, SelectionConfig
 from a2c.qa.rank import majority_vote
 from a2c.qa.rows import SOURCES, ChoiceRow, ParseMethod, Question, SelectionRow, Source
 from a2c.qa.usc import Responses, universal_self_consistency
@@ -40,6 +39,9 @@ from a2c.runfiles import MatrixSet
 from a2c.seeds import stable_seed
 from a2c.stage import generator_slice
 from a2c.text import normalize
+
+if TYPE_CHECKING:  # the config validates method names against this registry
+    from a2c.qa.config import ExperimentConfig, SelectionConfig
 
 RANDOM = "random"
 

@@ -61,11 +61,16 @@ def usc_request(question: str, responses: Responses, *, max_tokens: int = 8, see
 
 def read_usc_reply(reply: str, responses: Responses) -> UscPick:
     """The candidate a reply names: a response number, a response's text, ... as `parse_reply` reads rank
-    replies; "don't know" (not an option here) and anything else name none."""
+    replies; "don't know" (not an option here) and anything else name none. A reply that repeats the text
+    of a response listed twice names the first of them (by position it is ambiguous, by meaning not)."""
     parsed = parse_reply(reply, responses.options())
-    if parsed.option is None or parsed.option >= len(responses.shown):
-        return UscPick(reply, parsed, None)
-    return UscPick(reply, parsed, responses.shown[parsed.option])
+    if parsed.option is not None and parsed.option < len(responses.shown):
+        return UscPick(reply, parsed, responses.shown[parsed.option])
+    merged = RankOptions.build([responses.candidates[i] for i in responses.shown])
+    by_text = parse_reply(reply, merged)
+    if by_text.method == "text" and by_text.option is not None:
+        return UscPick(reply, by_text, responses.shown[merged.candidates_of(by_text.option)[0]])
+    return UscPick(reply, parsed, None)
 
 
 def universal_self_consistency(generator: Generator, questions: Sequence[str],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -197,3 +198,47 @@ def test_signal_without_an_accurate_answer_is_reported_undefined_not_nan(run_dir
     assert "undefined (no answer is accurate)" in (path / "report.md").read_text()
     assert "nan" not in (path / "table_signal.csv").read_text().lower()
     assert (path / "accuracy_vs_rejection.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _score(qid: str, method: str, acc: float, calls: int, dont_know: bool | None) -> dict:
+    return {"id": qid, "source": "paraphrase", "method": method, "picked": True, "unparsed": False,
+            "dont_know": dont_know, "calls": calls,
+            "accuracy": {"rouge1": {"max_true": acc, "diff": acc - 0.5, "acc": acc}}}
+
+
+def test_the_selection_table_shows_a_known_effect_with_its_paired_interval(tmp_path):
+    """60 questions where A2C's pick is accurate with probability (random's expected accuracy + 0.3): the
+    interval of A2C − random covers 0.3 and excludes 0 (↑ in words: a difference); a method that picks as
+    random does gets exactly 0, and its interval does not exclude it."""
+    folder = RunFolder(tmp_path / "run")
+    rng = np.random.default_rng(21)
+    expected = rng.uniform(0.2, 0.6, 60)
+    picked = (rng.random(60) < expected + 0.3).astype(float)
+    metrics, scores = [], []
+    for q, (r, a) in enumerate(zip(expected, picked, strict=True)):
+        metrics += [_row(f"q{q}", "paraphrase", phase, 4, 0.5, r) for phase in ("before", "after")]
+        scores += [_score(f"q{q}", "a2c", a, 8, False), _score(f"q{q}", "medoid", r, 0, None),
+                   _score(f"q{q}", "random", r, 0, None)]
+    _write_jsonl(folder, "metrics.jsonl", metrics)
+    _write_jsonl(folder, "selection_scores.jsonl", scores)
+    folder.write_text("summary.json", summarize_metrics(folder, CONFIG).model_dump_json())
+    report = write_report(folder)
+    effect = paired_difference_ci(expected, picked, resamples=2000, seed=0)
+    assert effect.low > 0 and effect.low < 0.3 < effect.high
+    a2c_row = (f"| in-context paraphrases | A2C | {picked.mean():.3f} | 0.000 | 60 / 60 | 0 | 8.00 | "
+               f"{effect.mean_difference:+.3f} [{effect.low:+.3f}, {effect.high:+.3f}] | — |")
+    assert a2c_row in report.splitlines()
+    # medoid picked what random expects: no difference; A2C's is the negated one
+    medoid = next(line for line in report.splitlines() if "| Medoid |" in line)
+    assert medoid.endswith(f"| n/a | 60 / 60 | 0 | 0.00 | +0.000 [+0.000, +0.000] | "
+                           f"{-effect.mean_difference:+.3f} [{-effect.high:+.3f}, {-effect.low:+.3f}] |")
+    summary = QASummary.model_validate_json((tmp_path / "run" / "summary.json").read_text())
+    medoid_vs_random = next(s for s in summary.selection if s.method == "medoid").vs_random["rouge1"]
+    assert medoid_vs_random.direction is None and medoid_vs_random.pairs == 60
+    table = (tmp_path / "run" / "table_selection.csv").read_text().splitlines()
+    bounds = (effect.mean_difference, effect.low, effect.high)
+    assert table[1].split(",")[7:10] == [f"{v:.3f}" for v in bounds]
+    # the before → after cells of the same folder: nothing moved (before = after), so `~` everywhere
+    before_after = (tmp_path / "run" / "table_before_after.csv").read_text().splitlines()
+    assert "↑" not in before_after[1] and "↓" not in before_after[1] and "~" in before_after[1]
+    assert before_after[0].endswith("Cons_lex low,Cons_lex high")

@@ -376,3 +376,38 @@ def test_adding_a_method_reruns_only_selection_and_what_reads_it(finished, tmp_p
     more_judges = _run_config(tmp_path, ["a2c", "medoid", "usc"], judges=["exact", "rouge1", "ner"])
     judged = run_experiment(more_judges, progress=False)
     assert not judged.stages["judges_before"].skipped and judged.stages["selection"].skipped
+
+
+# -- the wrapper and the probe ----------------------------------------------------------------------------
+
+def test_the_wrapper_gives_each_methods_pick_as_a_run_does(finished):
+    from a2c.choose import AskToChoose
+    from a2c.data import load_records
+    from a2c.qa.config import JudgeConfig
+
+    config = _run_config(finished, ALL)
+    question = load_records("quickstart", limit=1)[0]
+    wrapper = AskToChoose(build_generator(config.generator), selection=ALL)
+    judges = [JudgeConfig(name="exact"), JudgeConfig(name="rouge1")]
+    choice = wrapper.answer_many([question.question], judges=judges)[0]
+    assert set(choice.selections) == {"a2c", "usc", "medoid", "majority_cluster"}
+    stored = {(r.method, r.source): r for r in RunFolder(finished / "run").read_rows(SELECTIONS)
+              if r.id == question.id}
+    for method, per_source in choice.selections.items():
+        assert set(per_source) == set(SOURCES)
+        for source, pick in per_source.items():
+            assert pick.model_dump(exclude={"id"}) == stored[(method, source)].model_dump(exclude={"id"})
+    assert AskToChoose(build_generator(config.generator)).answer(question.question).selections == {}
+
+
+def test_the_wrapper_refuses_random_and_a_judge_it_was_not_given():
+    from a2c.choose import AskToChoose
+    from a2c.qa.config import JudgeConfig
+    from a2c.qa.selection import SelectionError
+
+    generator = build_generator(GeneratorConfig(backend="scripted", model="scripted:1", cache=None))
+    with pytest.raises(SelectionError, match="'random' picks no answer"):
+        AskToChoose(generator, selection=["random"])
+    wrapper = AskToChoose(generator, selection=[{"name": "medoid", "judge": "rouge1"}])
+    with pytest.raises(SelectionError, match=r"medoid: judge 'rouge1' is not among the judges \['exact'\]"):
+        wrapper.answer_many(["Why?"], judges=[JudgeConfig(name="exact")])

@@ -29,7 +29,8 @@ from a2c.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, and a two-line one that fails the paraphrase checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
-EVERY_STAGE = ["variation", "answers", "judges_before", "a2c", "judges_after", "selection", "metrics", "report"]
+EVERY_STAGE = ["variation", "answers", "judges_before", "a2c", "judges_after", "selection", "metrics",
+               "report"]
 
 
 def _config(tmp: Path, **changes: Any) -> ExperimentConfig:

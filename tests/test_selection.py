@@ -411,3 +411,12 @@ def test_the_wrapper_refuses_random_and_a_judge_it_was_not_given():
     wrapper = AskToChoose(generator, selection=[{"name": "medoid", "judge": "rouge1"}])
     with pytest.raises(SelectionError, match=r"medoid: judge 'rouge1' is not among the judges \['exact'\]"):
         wrapper.answer_many(["Why?"], judges=[JudgeConfig(name="exact")])
+
+
+def test_the_quickstart_takes_every_selection_method():
+    text = (Path(__file__).parents[1] / "experiments" / "quickstart.yaml").read_text(encoding="utf-8")
+    line = "# selection: [a2c, usc, medoid, majority_cluster]\n"
+    assert line in text
+    config = parse_config(text.replace(line, line[2:]), "quickstart.yaml")
+    assert [s.name for s in config.selection_methods] == ["a2c", "usc", "medoid", "majority_cluster"]
+    assert parse_config(text, "quickstart.yaml").selection_methods == [config.selection[0]]

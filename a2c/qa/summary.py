@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
+from functools import partial
 from typing import Literal, cast
 
 import numpy as np
@@ -44,7 +45,7 @@ from a2c.store import Store
 
 # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key); 2: typed; 3: selection, paired intervals,
 # uncertainty measures in the signal
-SCHEMA_VERSION = 3
+SCHEMA_VERSION: Literal[3] = 3
 PAIRED_RESAMPLES = 2000  # paired bootstrap over questions: before → after cells and the selection table
 PAIRED_LEVEL = 0.95
 
@@ -305,6 +306,22 @@ def _acc(accuracy: Accuracy | None) -> float | None:
     return None if accuracy is None else accuracy.acc
 
 
+def _accuracy_of(similarity: str, row: MetricRow) -> float | None:
+    return _acc(row.accuracy.get(similarity))
+
+
+def _cons_sem_of(judge: str, row: MetricRow) -> float | None:
+    return row.judges[judge].cons_sem
+
+
+def _entropy_of(judge: str, row: MetricRow) -> float | None:
+    return row.judges[judge].entropy
+
+
+def _cons_lex_of(row: MetricRow) -> float | None:
+    return row.cons_lex
+
+
 def before_after_changes(rows: Sequence[MetricRow], judges: Sequence[str], similarities: Sequence[str],
                          entropy_judge: str, *, seed: int = 0) -> list[BeforeAfter]:
     """Every before → after cell's change as a paired difference over the questions that have both
@@ -313,20 +330,19 @@ def before_after_changes(rows: Sequence[MetricRow], judges: Sequence[str], simil
     for source in SOURCES:
         before = {r.id: r for r in rows if r.source == source and r.phase == "before"}
         after = {r.id: r for r in rows if r.source == source and r.phase == "after"}
-        ids = [i for i in before if i in after]
-        if not ids:
+        pairs = [(before[i], after[i]) for i in before if i in after]
+        if not pairs:
             continue
 
-        def change(get: Callable[[MetricRow], float | None], before: dict[str, MetricRow] = before,
-                   after: dict[str, MetricRow] = after, ids: list[str] = ids) -> Difference:
-            return paired([get(before[i]) for i in ids], [get(after[i]) for i in ids], seed)
+        def change(get: Callable[[MetricRow], float | None],
+                   pairs: list[tuple[MetricRow, MetricRow]] = pairs) -> Difference:
+            return paired([get(b) for b, _ in pairs], [get(a) for _, a in pairs], seed)
 
         out.append(BeforeAfter(
             source=source,
-            accuracy={s: change(lambda r, s=s: _acc(r.accuracy.get(s))) for s in similarities},
-            consistency={j: change(lambda r, j=j: r.judges[j].cons_sem) for j in judges},
-            entropy=change(lambda r: r.judges[entropy_judge].entropy),
-            cons_lex=change(lambda r: r.cons_lex)))
+            accuracy={s: change(partial(_accuracy_of, s)) for s in similarities},
+            consistency={j: change(partial(_cons_sem_of, j)) for j in judges},
+            entropy=change(partial(_entropy_of, entropy_judge)), cons_lex=change(_cons_lex_of)))
     return out
 
 

@@ -49,6 +49,7 @@ RANDOM = "random"
 class SelectionError(A2CError, ValueError):
     """Selection methods a run or the wrapper cannot use (a judge it lacks, `a2c` without A2C, `random`)."""
 
+
 SetKey = tuple[str, Source]  # (question id, source)
 
 

@@ -7,7 +7,7 @@ in-memory store, so for the same question, seed and settings it asks exactly the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -16,7 +16,13 @@ from a2c.llm.base import Generator
 from a2c.metrics import cons_lex
 from a2c.metrics.sets import JudgeScores, judge_scores
 from a2c.paraphrase import Technique
-from a2c.qa.config import A2CConfig, ExperimentConfig, TechniqueConfig, VariationConfig
+from a2c.qa.config import (
+    A2CConfig,
+    ExperimentConfig,
+    SelectionConfig,
+    TechniqueConfig,
+    VariationConfig,
+)
 from a2c.qa.rank import (
     DEFAULT_IDK_TEXT,
     ParsedReply,
@@ -34,14 +40,17 @@ from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
     MATRICES,
+    SELECTIONS,
     SOURCES,
     AnswerField,
     ChoiceRow,
     GenerationRow,
     Question,
+    SelectionRow,
     Source,
 )
-from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, QAContext
+from a2c.qa.selection import RANDOM, SelectionError, method_judges, selection_problems
+from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
 from a2c.stage import Generators, run_stages
 from a2c.store import MemoryStore
 
@@ -67,6 +76,8 @@ class Choice:
     generations: list[GenerationRow] = field(default_factory=list, repr=False)  # the rows behind `candidates`
     # judge → source → the run's judges stage on the candidates (only when `answer_many(judges=...)`)
     judged: dict[str, dict[Source, JudgedSet]] = field(default_factory=dict, repr=False)
+    # selection method → source → its pick, as `selections.jsonl` keeps it (only with `selection=`)
+    selections: dict[str, dict[Source, SelectionRow]] = field(default_factory=dict, repr=False)
 
     @property
     def chosen_texts(self) -> list[str]:
@@ -103,6 +114,10 @@ class AskToChoose:
     `A2CConfig`), or the keyword shortcuts, which override single fields of those. So for the same question,
     seed and settings it asks exactly the prompts `a2c run` asks. Works with any `Generator`, e.g. one
     bound to a remote vLLM server.
+
+    `selection=` (names or `{name, <options>}` as a config's `selection:`; `random` picks nothing, so it is
+    refused) also runs the run's selection stage: each method's pick per source is in `Choice.selections`.
+    Methods that read a judge's matrix (`medoid`, `majority_cluster`) get the judges stage too.
     """
 
     def __init__(self, generator: Generator, aux: Generator | None = None, *,
@@ -110,7 +125,8 @@ class AskToChoose:
                  techniques: Sequence[Technique] | None = None, temperatures: Sequence[float] | None = None,
                  top_p: float | None = None, samples: int | None = None,
                  paraphrase_temperature: float | None = None, rank_temperature: float | None = None,
-                 answer_field: AnswerField | None = None, idk_text: str | None = None) -> None:
+                 answer_field: AnswerField | None = None, idk_text: str | None = None,
+                 selection: Sequence[str | Mapping[str, Any] | SelectionConfig] = ()) -> None:
         self.generator = generator
         self.aux = aux or generator
         shortcuts: dict[str, Any] = {
@@ -123,7 +139,13 @@ class AskToChoose:
         variation = VariationConfig.model_validate(
             {**(variation or VariationConfig()).model_dump(), **_given(shortcuts)})
         a2c = A2CConfig.model_validate({**(a2c or A2CConfig()).model_dump(), **_given(a2c_shortcuts)})
-        self.config = ExperimentConfig(name="ask-to-choose", seed=seed, variation=variation, a2c=a2c)
+        # checked against the judges when they are known (`answer_many`)
+        methods = [_selection_spec(s) for s in selection]
+        self.config = ExperimentConfig(name="ask-to-choose", seed=seed, variation=variation,
+                                       a2c=a2c).model_copy(update={"selection": methods})
+        if any(s.name == RANDOM for s in methods):
+            raise SelectionError("selection method 'random' picks no answer: it is the expected accuracy "
+                                 "of a uniformly drawn candidate, which a run reports")
 
     def answer(self, question: str) -> Choice:
         return self.answer_many([question])[0]
@@ -138,9 +160,15 @@ class AskToChoose:
         if judges:
             update["judges"] = list(judges)
         config = self.config.model_copy(update=update)
+        problems = selection_problems(config.selection, [j.name for j in config.judges], config.a2c.enabled)
+        if problems:
+            raise SelectionError("; ".join(problems))
+        methods = config.selection_methods
+        judged = bool(judges) or any(method_judges(m, config) for m in methods)
         store = MemoryStore()
         ctx = QAContext(config, store, asked, generators=Generators(self.generator, self.aux), progress=False)
-        run_stages(ctx, (*ALGORITHM_1, JUDGES_BEFORE) if judges else ALGORITHM_1)
+        run_stages(ctx, (*ALGORITHM_1, *([JUDGES_BEFORE] if judged else []),
+                         *([SELECTION] if methods else [])))
         generations: dict[str, list[GenerationRow]] = {q.id: [] for q in asked}
         for g in store.read_rows(GENERATIONS):
             generations[g.id].append(g)
@@ -149,6 +177,9 @@ class AskToChoose:
             choices[c.id].append(c)
         out = [summarize(q.question, generations[q.id], choices[q.id], config.variation.answer_field)
                for q in asked]
+        by_id = {q.id: choice for q, choice in zip(asked, out, strict=True)}
+        for row in store.read_rows(SELECTIONS) if methods else ():
+            by_id[row.id].selections.setdefault(row.method, {})[row.source] = row
         if judges:
             matrices = store.read_matrices(MATRICES["before"])
             for q, choice in zip(asked, out, strict=True):
@@ -157,6 +188,13 @@ class AskToChoose:
                         source: JudgedSet(m.tolist(), judge_scores(m, judge.equivalent(m)))
                         for source in SOURCES for m in [matrices[(name, source, q.id)]]}
         return out
+
+
+def _selection_spec(given: str | Mapping[str, Any] | SelectionConfig) -> SelectionConfig:
+    """A name, `{name, <options>}` or a `SelectionConfig`, checked as the same entry of a config file."""
+    if isinstance(given, SelectionConfig):
+        return given
+    return SelectionConfig.model_validate({"name": given} if isinstance(given, str) else dict(given))
 
 
 def _given(values: dict[str, Any]) -> dict[str, Any]:

@@ -165,3 +165,25 @@ def test_a_score_constant_over_the_answers_is_undefined_not_chance():
     # a set with no answers does not make a constant score look varied
     assert Groups.of([1.0, 0.3], answers=[3, 0], accurate=[1, 0]).undefined == "constant"
     assert Groups.of([1.0, 0.3], answers=[3, 1], accurate=[1, 0]).undefined is None
+
+
+def test_clustered_bootstrap_resamples_whole_questions():
+    """Answers scored one by one stay with their question: resampling one question that holds them all can
+    only redraw the same data, and distinct clusters are the sets the bootstrap draws from."""
+    rng = np.random.default_rng(5)
+    scores, labels = rng.random(40), rng.random(40) < 0.5
+    g = Groups.per_answer(scores, labels)
+    one = np.zeros(40, dtype=int)
+    aurocs, prrs = bootstrap(g, replicates=50, seed=2, clusters=one)
+    assert np.allclose(aurocs, auroc(g)) and np.allclose(prrs, prediction_rejection_ratio(g))
+    # each answer its own cluster (ids in any order) is the plain bootstrap over answers
+    plain = bootstrap(g, replicates=50, seed=2)
+    same = bootstrap(g, replicates=50, seed=2, clusters=np.arange(40) * 3 + 7)
+    assert np.array_equal(plain[0], same[0]) and np.array_equal(plain[1], same[1])
+    # ten questions of four answers: the signal counts questions as its sets, the estimate is unchanged
+    questions = np.repeat(np.arange(10), 4)
+    clustered = signal(g, seed=2, clusters=questions)
+    assert clustered.sets == 10 and clustered.answers == 40 and clustered.auroc == auroc(g)
+    assert clustered.auroc_ci != signal(g, seed=2).auroc_ci
+    with pytest.raises(ValueError, match="3 cluster ids for 40 sets"):
+        signal(g, clusters=[0, 1, 2])

@@ -89,8 +89,15 @@ def test_partial_references_score_accuracy_on_those_and_say_how_many(tmp_path):
     assert group["accuracy"]["rouge1"]["acc"]["skipped"] == 0
     # signal: one entry per metric, source and phase; each defined or saying why not
     metrics = {s["metric"] for s in summary["signal"]}
-    assert metrics == {"Exact Cons_sem", "R1-C Cons_sem", "-Entropy (Exact)", "Cons_lex"}
-    assert len(summary["signal"]) == 4 * 2 * 2
+    # the paper's four, and the uncertainty measures of both judges (similarities, both lexical): four per
+    # set and two per answer each
+    judges = ("Exact", "R1-C")
+    measures = {f"{m} ({j})" for m in ("-U_NumSet", "-U_EigV", "-U_Deg", "-U_Ecc") for j in judges}
+    per_answer = {f"{m} ({j}, per answer)" for m in ("C_Deg", "C_Ecc") for j in judges}
+    paper = {"Exact Cons_sem", "R1-C Cons_sem", "-Entropy (Exact)", "Cons_lex"}
+    assert metrics == paper | measures | per_answer
+    assert len(summary["signal"]) == (4 + 8 + 4) * 2 * 2
+    assert {s["level"] for s in summary["signal"] if s["metric"] in per_answer} == {"answer"}
     for item in summary["signal"]:
         assert (item["auroc"] is None) == (item["undefined"] is not None)
     report = (result.folder / "report.md").read_text()

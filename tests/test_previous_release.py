@@ -49,7 +49,10 @@ def test_report_recomputes_the_summary_from_the_stored_outputs(old_run):
     done = _a2c("report", "run", cwd=old_run)
     assert done.returncode == 0, done.stderr
     summary = QASummary.model_validate_json((old_run / "run" / "summary.json").read_text())
-    assert summary.schema_version == 2 and summary.counts.questions == 3
+    assert summary.schema_version == 3 and summary.counts.questions == 3
+    # the selection stage ran from the stored choices (the default selection, a2c): its table is there
+    assert [(s.source, s.method) for s in summary.selection] == [
+        ("paraphrase", "a2c"), ("paraphrase", "random"), ("temperature", "a2c"), ("temperature", "random")]
     # the rescored per-question rows equal what the previous release wrote for the same outputs
     assert (old_run / "run" / "metrics.jsonl").read_text() == old_metrics
 
@@ -58,7 +61,8 @@ def test_run_reuses_every_generating_stage_and_recomputes_the_metrics(old_run):
     config = load_config(old_run / "previous.yaml").model_copy(update={"output": str(old_run / "run")})
     result = run_experiment(config, progress=False)
     ran = [name for name, stats in result.stages.items() if not stats.skipped]
-    assert ran == ["metrics", "report"]
+    assert ran == ["selection", "metrics", "report"]  # selection: new since that release
+    assert result.stages["selection"].why == "not run before"
     assert result.stages["metrics"].why.startswith("config changed: summary_schema")
     assert sum(s.generated for s in result.stages.values()) == 0  # not one model call
     assert isinstance(result.summary, QASummary) and result.summary.counts.questions == 3
@@ -70,3 +74,16 @@ def test_reading_an_old_summary_directly_is_a_clear_error(old_run):
 
     with pytest.raises(OldSummaryError, match="older a2c"):
         TASK.read_summary(RunFolder(old_run / "run"))
+
+
+def test_a_summary_of_an_older_schema_is_refused_with_how_to_recompute_it(old_run):
+    from a2c.qa.task import TASK
+    from a2c.store import RunFolder
+
+    assert _a2c("report", "run", cwd=old_run).returncode == 0
+    path = old_run / "run" / "summary.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "schema_version": 2}))  # as the typed summary of a2c before #21
+    with pytest.raises(OldSummaryError, match=r"older a2c \(summary schema 2, this a2c reads 3\)") as caught:
+        TASK.read_summary(RunFolder(old_run / "run"))
+    assert "a2c report" in (caught.value.hint or "")

@@ -80,3 +80,43 @@ def test_usage_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, message)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_selection_methods_pick_per_source_in_the_output_and_the_json(tmp_path, capsys):
+    out_json = tmp_path / "probe.json"
+    code = main(["probe", "Where is the Eiffel Tower?", *ARGS, "--selection", "usc", "--selection", "medoid",
+                 "--selection", "a2c", "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0 and "Selection (one answer per source):" in out
+    question = json.loads(out_json.read_text())["questions"][0]
+    picks = question["selections"]
+    assert list(picks) == ["usc", "medoid", "a2c"]
+    for method, per_source in picks.items():
+        assert set(per_source) == {"paraphrase", "temperature"}
+        for source, pick in per_source.items():
+            answers = question["sets"][source]["answers"]
+            assert set(pick) == {"text", "candidate", "dont_know", "calls", "reply", "parse"}
+            if pick["candidate"] is not None:
+                assert pick["text"] == answers[pick["candidate"]]
+            if method == "usc":  # one prompt per source, its reply and how it was read
+                assert pick["calls"] == 1 and pick["reply"] is not None and pick["parse"] is not None
+            if method == "medoid":  # under --judge: exact
+                assert pick["calls"] == 0 and pick["reply"] is None
+                matrix = question["sets"][source]["matrix"]
+                columns = zip(*matrix, strict=True)
+                totals = [sum(row) + sum(col) for row, col in zip(matrix, columns, strict=True)]
+                assert pick["candidate"] == totals.index(max(totals))
+    assert "  usc               paraphrase   → " in out
+    # without --selection: no picks, the rest as before
+    assert main(["probe", "Where is the Eiffel Tower?", *ARGS, "--json", str(out_json)]) == 0
+    assert json.loads(out_json.read_text())["questions"][0]["selections"] == {}
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("medoit", "unknown selection method 'medoit'. Did you mean 'medoid'?"),
+    ("random", "selection method 'random' picks no answer"),
+])
+def test_a_bad_selection_is_one_line(capsys, name, message):
+    assert main(["probe", "Why?", *ARGS, "--selection", name]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
+from a2c.metrics import fleiss_kappa, paired_difference_ci, rating_counts, spearman_rho
 from a2c.qa.report import ReportError, Table, _arrow, before_after_table, write_report
-from a2c.qa.summary import QASummary, summarize_metrics
+from a2c.qa.summary import Difference, QASummary, summarize_metrics
 from a2c.runfiles import RunFileError
 from a2c.store import RunFolder
 from a2c.tasks import parse_config
@@ -86,7 +87,13 @@ def test_before_after_table_layout_and_marks(run_dir):
     emb = temperature[table.header.index("Emb")]
     before = [r["judges"]["embedding"]["cons_sem"] for r in rows if r["source"] == "temperature"
               and r["phase"] == "before"]
-    assert emb.startswith(f"{sum(before) / len(before):.3f} → ") and emb.endswith("↑")
+    after = [r["judges"]["embedding"]["cons_sem"] for r in rows if r["source"] == "temperature"
+             and r["phase"] == "after"]
+    # every question gained (after = min(1, before + 0.2)): the paired interval lies above 0
+    change = paired_difference_ci(before, after, resamples=2000, seed=0)
+    assert change.low > 0
+    assert emb == (f"{sum(before) / len(before):.3f} → {sum(after) / len(after):.3f} ↑ "
+                   f"[{change.low:+.3f}, {change.high:+.3f}]")
     # beside accuracy: the share of parsed A2C choices that took "don't know" (temperature: 1 of 1;
     # paraphrase: 0 of 1 parsed, the unparsed reply does not count)
     idk = table.header.index("Don't-know share (A2C)")
@@ -151,13 +158,25 @@ def test_report_errors(run_dir, tmp_path):
         write_report(RunFolder(path))
 
 
-@given(st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 1)))
-def test_arrow_marks_the_direction(before, after):
-    text = _arrow(before, after)
+@given(st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 1)),
+       st.one_of(st.none(), st.tuples(st.floats(-1, 1), st.floats(0, 1))))
+def test_an_arrow_only_where_the_interval_excludes_zero(before, after, bounds):
+    change = None if bounds is None else Difference(mean=bounds[0] + bounds[1] / 2, low=bounds[0],
+                                                    high=bounds[0] + bounds[1], pairs=10, dropped=0)
+    text = _arrow(before, after, change)
     if before is None or after is None:
-        assert "n/a" in text and not text.endswith(("↑", "↓"))
+        assert "n/a" in text and not any(mark in text for mark in "↑↓~")
+    elif change is None:
+        assert text == f"{before:.3f} → {after:.3f} ~"  # no interval: no claim
     else:
-        assert text.endswith("↑" if after > before else "↓" if after < before else "=")
+        low, high = change.low, change.high
+        mark = "↑" if low > 0 else "↓" if high < 0 else "~"
+        assert text == f"{before:.3f} → {after:.3f} {mark} [{low:+.3f}, {high:+.3f}]"
+
+
+def test_an_undefined_interval_draws_no_arrow():
+    undefined = Difference(mean=None, low=None, high=None, pairs=1, dropped=3)
+    assert _arrow(0.2, 0.9, undefined) == "0.200 → 0.900 ~"
 
 
 def test_table_markdown_and_csv_quote_commas():
@@ -192,3 +211,47 @@ def test_counts_name_their_rows_and_the_plots_say_what_they_show(run_dir):
     assert set(PARSE_METHOD_ROWS) == {"number", "letter", "text", "idk", "unparsed"}
     write_report(RunFolder(path))
     assert (path / "metric_correlations.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _score(qid: str, method: str, acc: float, calls: int, dont_know: bool | None) -> dict:
+    return {"id": qid, "source": "paraphrase", "method": method, "picked": True, "unparsed": False,
+            "dont_know": dont_know, "calls": calls,
+            "accuracy": {"rouge1": {"max_true": acc, "diff": acc - 0.5, "acc": acc}}}
+
+
+def test_the_selection_table_shows_a_known_effect_with_its_paired_interval(tmp_path):
+    """60 questions where A2C's pick is accurate with probability (random's expected accuracy + 0.3): the
+    interval of A2C − random covers 0.3 and excludes 0 (↑ in words: a difference); a method that picks as
+    random does gets exactly 0, and its interval does not exclude it."""
+    folder = RunFolder(tmp_path / "run")
+    rng = np.random.default_rng(21)
+    expected = rng.uniform(0.2, 0.6, 60)
+    picked = (rng.random(60) < expected + 0.3).astype(float)
+    metrics, scores = [], []
+    for q, (r, a) in enumerate(zip(expected, picked, strict=True)):
+        metrics += [_row(f"q{q}", "paraphrase", phase, 4, 0.5, r) for phase in ("before", "after")]
+        scores += [_score(f"q{q}", "a2c", a, 8, False), _score(f"q{q}", "medoid", r, 0, None),
+                   _score(f"q{q}", "random", r, 0, None)]
+    _write_jsonl(folder, "metrics.jsonl", metrics)
+    _write_jsonl(folder, "selection_scores.jsonl", scores)
+    folder.write_text("summary.json", summarize_metrics(folder, CONFIG).model_dump_json())
+    report = write_report(folder)
+    effect = paired_difference_ci(expected, picked, resamples=2000, seed=0)
+    assert effect.low > 0 and effect.low < 0.3 < effect.high
+    a2c_row = (f"| in-context paraphrases | A2C | {picked.mean():.3f} | 0.000 | 60 / 60 | 0 | 8.00 | "
+               f"{effect.mean_difference:+.3f} [{effect.low:+.3f}, {effect.high:+.3f}] | — |")
+    assert a2c_row in report.splitlines()
+    # medoid picked what random expects: no difference; A2C's is the negated one
+    medoid = next(line for line in report.splitlines() if "| Medoid |" in line)
+    assert medoid.endswith(f"| n/a | 60 / 60 | 0 | 0.00 | +0.000 [+0.000, +0.000] | "
+                           f"{-effect.mean_difference:+.3f} [{-effect.high:+.3f}, {-effect.low:+.3f}] |")
+    summary = QASummary.model_validate_json((tmp_path / "run" / "summary.json").read_text())
+    medoid_vs_random = next(s for s in summary.selection if s.method == "medoid").vs_random["rouge1"]
+    assert medoid_vs_random.direction is None and medoid_vs_random.pairs == 60
+    table = (tmp_path / "run" / "table_selection.csv").read_text().splitlines()
+    bounds = (effect.mean_difference, effect.low, effect.high)
+    assert table[1].split(",")[7:10] == [f"{v:.3f}" for v in bounds]
+    # the before → after cells of the same folder: nothing moved (before = after), so `~` everywhere
+    before_after = (tmp_path / "run" / "table_before_after.csv").read_text().splitlines()
+    assert "↑" not in before_after[1] and "↓" not in before_after[1] and "~" in before_after[1]
+    assert before_after[0].endswith("Cons_lex low,Cons_lex high")

@@ -21,7 +21,7 @@ from a2c.llm.scripted import ScriptedBackend
 from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, rescore_run, run_experiment
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.report import write_report
-from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, RunFile
+from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, SELECTIONS, RunFile
 from a2c.qa.stages import STAGES
 from a2c.qa.stages import QAContext as RunContext
 from a2c.stage import Generators, Stage, run_stages
@@ -29,7 +29,8 @@ from a2c.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, and a two-line one that fails the paraphrase checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
-EVERY_STAGE = ["variation", "answers", "judges_before", "a2c", "judges_after", "metrics", "report"]
+EVERY_STAGE = ["variation", "answers", "judges_before", "a2c", "judges_after", "selection", "metrics",
+               "report"]
 
 
 def _config(tmp: Path, **changes: Any) -> ExperimentConfig:
@@ -169,7 +170,9 @@ def test_an_interrupted_stage_reruns_from_the_cache_and_same_outputs_stop_the_wa
 
 def test_turning_a2c_off_removes_its_files(root):
     result = run_experiment(_config(root, **{"a2c.enabled": False}), progress=False)
-    assert _ran(result) == ["metrics", "report"]
+    # the default selection, [a2c], picks nothing without A2C
+    assert _ran(result) == ["selection", "metrics", "report"]
+    assert RunFolder(root / "run").read_rows(SELECTIONS) == []
     assert "a2c" not in result.stages
     for name in ("choices.jsonl", "matrices_after.npz", "stages/a2c.json", "stages/judges_after.json"):
         assert not (root / "run" / name).exists(), name

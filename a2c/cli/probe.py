@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", type=Path, metavar="CONFIG",
                         help="decode as this QA experiment config does: its variation (techniques, "
                         "temperatures, top_p, every token budget), a2c settings and seed")
+    parser.add_argument("--selection", action="append", default=[], metavar="NAME",
+                        help="also pick one answer per source with this selection method: a2c, usc, medoid "
+                        "(under --judge), majority_cluster (repeatable)")
     parser.add_argument("--temperatures", type=_number(0.0, inclusive=True), nargs="+",
                         help="sampling temperatures (finite, >= 0; default: the config's, else 0.25 0.5 "
                         "0.75 1.0)")
@@ -147,9 +150,12 @@ class ProbeResult:
     sets: dict[str, SetResult]  # by source: paraphrase, temperature
     choices: list[dict[str, Any]]  # one per rank prompt: source, slot, reply, option, method, text
     answer: str | None  # the A2C answer: the most chosen option
+    # selection method → source → its pick: text, candidate, dont_know, calls, reply, parse
+    selections: dict[str, dict[str, dict[str, Any]]]
 
 
 CHOICE_FIELDS = {"source", "slot", "shown_question", "reply", "option", "method", "text"}
+PICK_FIELDS = {"text", "candidate", "dont_know", "calls", "reply", "parse"}
 
 
 def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -200,7 +206,10 @@ def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], j
         answered = sum(g.source == "paraphrase" for g in choice.generations)
         results.append(ProbeResult(qid, question, techniques - answered, sets,
                                    [c.model_dump(include=CHOICE_FIELDS) for c in choice.choices],
-                                   choice.answer))
+                                   choice.answer,
+                                   {method: {source: pick.model_dump(include=PICK_FIELDS)
+                                             for source, pick in per_source.items()}
+                                    for method, per_source in choice.selections.items()}))
     return results
 
 
@@ -221,6 +230,13 @@ def _print(result: ProbeResult, judge_name: str) -> None:
         chosen = choice["text"] if choice["text"] is not None else "UNPARSED"
         print(f"  {_label(choice['source'], choice['slot'])}  reply {choice['reply'].strip()!r} → {chosen}")
     print(f"\nA2C answer: {result.answer if result.answer is not None else '(no reply could be parsed)'}")
+    if result.selections:
+        print("\nSelection (one answer per source):")
+    for method, per_source in result.selections.items():
+        for source_name, pick in per_source.items():
+            picked = pick["text"] if pick["text"] is not None else "(no pick)"
+            shown = f" (reply {pick['reply'].strip()!r})" if pick["reply"] is not None else ""
+            print(f"  {method:<17} {source_name:<12} → {picked}{shown}")
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -228,13 +244,16 @@ def _probe(args: argparse.Namespace) -> int:
     from a2c.judges import JudgeSpec
     from a2c.llm import build_generator
     from a2c.llm.server import check_servers
+    from a2c.qa.selection import SELECTION_METHODS
 
     asked = _asked(args)
     config = _generator_config(args)
     check_servers([config])
     generator = build_generator(config)
+    for name in args.selection:
+        SELECTION_METHODS.get(name)  # an unknown name: one line with the closest names
     variation, a2c, seed = _decoding(args)
-    wrapper = AskToChoose(generator, variation=variation, a2c=a2c, seed=seed)
+    wrapper = AskToChoose(generator, variation=variation, a2c=a2c, seed=seed, selection=args.selection)
     # checked before any model loads: an unknown name is one line with the closest names
     judge = JudgeSpec.parse(args.judge) if not args.no_cache else JudgeSpec.of(args.judge, cache=None)
     # one batched pass over every question, judged by the run's own judges stage

@@ -188,13 +188,26 @@ class Signal:
     seed: int
 
 
-def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0
-              ) -> tuple[np.ndarray, np.ndarray]:
+def _cluster_ids(clusters: Sequence[int] | np.ndarray | None, sets: int) -> np.ndarray | None:
+    if clusters is None:
+        return None
+    ids = np.asarray(clusters).reshape(-1)
+    if len(ids) != sets:
+        raise ValueError(f"{len(ids)} cluster ids for {sets} sets")
+    return np.unique(ids, return_inverse=True)[1].reshape(-1)
+
+
+def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0,
+              clusters: Sequence[int] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """AUROC and PRR of `replicates` resamples of the sets (with replacement); NaN where a resample is
-    undefined (only internally: callers get intervals over the defined ones)."""
+    undefined (only internally: callers get intervals over the defined ones). With `clusters` (an id per
+    set), whole clusters are resampled: answers scored one by one stay with their question."""
     group, scores = groups.ordered()
+    ids = _cluster_ids(clusters, len(groups.scores))
+    units = len(groups.scores) if ids is None else int(ids.max(initial=-1)) + 1
     aurocs, prrs = [], []
-    for counts in resample_counts(len(groups.scores), replicates, seed):
+    for drawn in resample_counts(units, replicates, seed):
+        counts = drawn if ids is None else drawn[:, ids]
         pos = _group_sums(counts * groups.accurate, group, len(scores))
         total = _group_sums(counts * groups.answers, group, len(scores))
         defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
@@ -203,13 +216,17 @@ def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0
     return np.concatenate(aurocs), np.concatenate(prrs)
 
 
-def signal(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0, level: float = LEVEL) -> Signal:
-    """AUROC and PRR of a score with seeded bootstrap intervals; all None (with the reason) when undefined."""
-    sets, answers, accurate = len(groups.scores), int(groups.answers.sum()), int(groups.accurate.sum())
+def signal(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0, level: float = LEVEL,
+           clusters: Sequence[int] | np.ndarray | None = None) -> Signal:
+    """AUROC and PRR of a score with seeded bootstrap intervals; all None (with the reason) when undefined.
+    With `clusters`, the intervals resample clusters (`bootstrap`) and `sets` counts clusters."""
+    ids = _cluster_ids(clusters, len(groups.scores))
+    sets = len(groups.scores) if ids is None else len(np.unique(ids))
+    answers, accurate = int(groups.answers.sum()), int(groups.accurate.sum())
     why = groups.undefined
     if why:
         return Signal(sets, answers, accurate, None, None, None, None, why, replicates, seed)
-    aurocs, prrs = bootstrap(groups, replicates=replicates, seed=seed)
+    aurocs, prrs = bootstrap(groups, replicates=replicates, seed=seed, clusters=ids)
     return Signal(sets, answers, accurate, auroc(groups), percentile_interval(aurocs, level),
                   prediction_rejection_ratio(groups), percentile_interval(prrs, level), None,
                   replicates, seed)

@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     Field,
     FiniteFloat,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -23,6 +24,7 @@ from a2c.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
+from a2c.qa.rows import DEFAULT_IDK_TEXT
 from a2c.registry import Registry
 
 
@@ -169,6 +171,27 @@ class AccuracyConfig(StrictModel):
         return similarities
 
 
+class SelectionConfig(ComponentSpec):
+    """A selection method by name with its options inline (`{name: medoid, judge: rouge1}`); a bare name is
+    the same with no options and is written back as a bare name. Checked by the method's `Options` model
+    (`a2c.qa.selection.SELECTION_METHODS`)."""
+
+    kind = "selection method"
+    bare_when_plain = True
+
+    @classmethod
+    def registry(cls) -> Registry[Any]:
+        from a2c.qa.selection import SELECTION_METHODS
+
+        return SELECTION_METHODS
+
+    @classmethod
+    def options_model(cls, name: str) -> type[BaseModel]:
+        from a2c.qa.selection import SELECTION_METHODS
+
+        return SELECTION_METHODS.get(name).options
+
+
 class A2CConfig(StrictModel):
     enabled: bool = True
     # decoding of the paraphrase-slot rank prompts
@@ -176,7 +199,7 @@ class A2CConfig(StrictModel):
     max_tokens: int = Field(8, ge=1)
     # the rank prompt's last option, in the paper's Listing 1 wording. The wording moves accuracy: under
     # TruthfulQA's scoring "I have no comment." is a true reference, and "I don't know ..." shares its "I"
-    idk_text: str = Field("Don't know the correct answer", min_length=1)
+    idk_text: str = Field(DEFAULT_IDK_TEXT, min_length=1)
 
 
 class ExperimentConfig(RunConfig):
@@ -189,6 +212,9 @@ class ExperimentConfig(RunConfig):
     entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
     accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
     a2c: A2CConfig = Field(default_factory=A2CConfig)
+    # how one answer per question and source is picked, each a name or {name, <options>}: a2c (the default:
+    # the majority of the rank choices), usc, medoid, majority_cluster; `random` is always reported
+    selection: list[SelectionConfig] = Field(default_factory=lambda: [SelectionConfig(name="a2c")])
 
     @field_validator("judges", mode="before")
     @classmethod
@@ -204,6 +230,26 @@ class ExperimentConfig(RunConfig):
             return [{"name": spec.name, **spec.options} for spec in preset.judges]
         return expand(judges)
 
+    @field_validator("selection", mode="before")
+    @classmethod
+    def _expand_selection(cls, selection: Any) -> Any:
+        """`[a2c, usc]` is short for `[{name: a2c}, {name: usc}]`."""
+        return expand(selection)
+
+    @field_validator("selection")
+    @classmethod
+    def _selection_fits(cls, selection: list[SelectionConfig], info: ValidationInfo) -> list[SelectionConfig]:
+        """Methods listed once, reading judges the run has; `a2c` only with Ask-to-Choose on (checked only
+        when `selection` is written out: the default drops `a2c` when A2C is off)."""
+        from a2c.qa.selection import selection_problems
+
+        if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid
+            problems = selection_problems(selection, [j.name for j in info.data["judges"]],
+                                          info.data["a2c"].enabled)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return selection
+
     @model_validator(mode="after")
     def _distinct_judges(self) -> ExperimentConfig:
         names = [j.name for j in self.judges]
@@ -212,6 +258,12 @@ class ExperimentConfig(RunConfig):
         if self.entropy_judge is not None and self.entropy_judge not in names:
             raise ValueError(f"entropy_judge {self.entropy_judge!r} is not among the judges {names}")
         return self
+
+    @property
+    def selection_methods(self) -> list[SelectionConfig]:
+        """The methods that pick an answer: as listed, without `random` (always reported, it picks none)
+        and without `a2c` when Ask-to-Choose is off."""
+        return [s for s in self.selection if s.name != "random" and (s.name != "a2c" or self.a2c.enabled)]
 
     @property
     def entropy_judge_name(self) -> str:

@@ -15,12 +15,9 @@ from dataclasses import dataclass
 from a2c.llm.base import GenerationRequest, Generator
 from a2c.paraphrase import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
 from a2c.prompts import load_template
-from a2c.qa.config import A2CConfig
-from a2c.qa.rows import ChoiceRow, ParseMethod, Source
+from a2c.qa.rows import DEFAULT_IDK_TEXT, ChoiceRow, ParseMethod, Source
 from a2c.seeds import stable_seed
 from a2c.text import normalize
-
-DEFAULT_IDK_TEXT: str = A2CConfig.model_fields["idk_text"].default
 
 
 @dataclass(frozen=True)

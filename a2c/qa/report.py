@@ -14,9 +14,19 @@ import numpy as np
 
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.signal import oracle_curve, rejection_curve
-from a2c.qa.rows import METRICS, SOURCES, SUMMARY, MetricRow
+from a2c.qa.rows import METRICS, SOURCES, SUMMARY, UNCERTAINTY, MetricRow, UncertaintyRow
 from a2c.qa.scoring import similarity_label
-from a2c.qa.summary import GroupSummary, QASummary, judge_label, read_summary, signal_groups
+from a2c.qa.summary import (
+    BeforeAfter,
+    Difference,
+    GroupSummary,
+    QASummary,
+    SelectionSummary,
+    answer_groups,
+    judge_label,
+    read_summary,
+    signal_groups,
+)
 from a2c.reporting import ReportError, Table, fmt, png_bytes, pyplot
 from a2c.runfiles import RunFile
 from a2c.store import Store
@@ -29,8 +39,9 @@ PLOT_ACCURACY = RunFile("accuracy_vs_consistency.png")
 PLOT_CORRELATIONS = RunFile("metric_correlations.png")
 TABLE_SIGNAL = RunFile("table_signal.csv")
 PLOT_REJECTION = RunFile("accuracy_vs_rejection.png")
+TABLE_SELECTION = RunFile("table_selection.csv")
 REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS,
-                TABLE_SIGNAL, PLOT_REJECTION)
+                TABLE_SIGNAL, PLOT_REJECTION, TABLE_SELECTION)
 METHOD_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
 # how a rank reply was read (`ParseMethod`), as the counts table names it
 PARSE_METHOD_ROWS = {"number": "rank replies read by option number",
@@ -42,38 +53,100 @@ PARSE_METHOD_ROWS = {"number": "rank replies read by option number",
 
 # -- tables -----------------------------------------------------------------------------------------------
 
-def _arrow(before: float | None, after: float | None) -> str:
+ARROWS = {"up": "↑", "down": "↓", None: "~"}
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}"
+
+
+def interval(change: Difference) -> str:
+    """`[low, high]` of a paired difference, signed; empty when undefined (fewer than two pairs)."""
+    if change.low is None or change.high is None:
+        return ""
+    return f"[{_signed(change.low)}, {_signed(change.high)}]"
+
+
+def _arrow(before: float | None, after: float | None, change: Difference | None = None) -> str:
+    """`before → after`, then ↑/↓ only where the paired interval of after − before excludes 0, `~` where it
+    does not (or is undefined), and the interval."""
     if before is None or after is None:
         return f"{fmt(before)} → {fmt(after)}"
-    mark = "↑" if after > before else "↓" if after < before else "="
-    return f"{fmt(before)} → {fmt(after)} {mark}"
+    direction = None if change is None else change.direction
+    bracket = "" if change is None else interval(change)
+    return f"{fmt(before)} → {fmt(after)} {ARROWS[direction]}" + (f" {bracket}" if bracket else "")
 
 
-def before_after_table(summary: QASummary) -> Table:
-    """The paper's Table 2/5 layout: rows = method × model; accuracy and consistency, before → after A2C.
-    Without any references the accuracy columns are left out (not shown as zeros)."""
+def before_after_table(summary: QASummary, *, bounds: bool = False) -> Table:
+    """The paper's Table 2/5 layout: rows = method × model; accuracy and consistency, before → after A2C,
+    each change with its 95% paired bootstrap interval over questions. Without any references the
+    accuracy columns are left out (not shown as zeros). `bounds` adds the interval's bounds as numeric
+    columns (`<column> low`, `<column> high`) for the CSV."""
     sims = summary.similarities if summary.referenced else []
     judges, ent = summary.judges, summary.entropy_judge
-    header = ["method", "model"] + [similarity_label(s) for s in sims] + ["Don't-know share (A2C)"] \
-        + [judge_label(j) for j in judges] + [f"Entropy ({judge_label(ent)}, lower = more consistent)",
-                                              "Cons_lex"]
+    columns: list[tuple[str, Callable[[GroupSummary], float | None], Callable[[BeforeAfter], Difference]]] = [
+        *[(similarity_label(s), lambda g, s=s: g.accuracy[s].acc.mean, lambda c, s=s: c.accuracy[s])
+          for s in sims],
+        *[(judge_label(j), lambda g, j=j: g.consistency[j].mean, lambda c, j=j: c.consistency[j])
+          for j in judges],
+        (f"Entropy ({judge_label(ent)}, lower = more consistent)", lambda g: g.entropy[ent].mean,
+         lambda c: c.entropy),
+        ("Cons_lex", lambda g: g.cons_lex.mean, lambda c: c.cons_lex)]
+    idk_at = len(sims)  # the don't-know share sits right after the accuracy columns
+    names = [name for name, _, _ in columns]
+    header = ["method", "model", *names[:idk_at], "Don't-know share (A2C)", *names[idk_at:]]
+    if bounds:
+        header += [f"{name} {end}" for name in names for end in ("low", "high")]
     rows = []
     for method in SOURCES:
         before, after = summary.group(method, "before"), summary.group(method, "after")
         if before is None:
             continue
+        change = summary.change(method) if after is not None else None
+        cells = [_arrow(get(before), get(after), diff(change) if change else None) if after is not None
+                 else fmt(get(before)) for _, get, diff in columns]
+        row = [METHOD_LABELS[method], summary.model, *cells[:idk_at],
+               fmt(after.idk_share) if after is not None else "n/a", *cells[idk_at:]]
+        if bounds:
+            row += [fmt(getattr(diff(change), end)) if change else "n/a"
+                    for _, _, diff in columns for end in ("low", "high")]
+        rows.append(row)
+    return Table(header, rows)
 
-        def cell(get: Callable[[GroupSummary], float | None], before: GroupSummary = before,
-                 after: GroupSummary | None = after) -> str:
-            return _arrow(get(before), get(after)) if after is not None else fmt(get(before))
 
-        row = [METHOD_LABELS[method], summary.model]
-        # `cell` calls its getter at once, so the loop variable is the current one (mypy cannot type a
-        # lambda with a default argument)
-        row += [cell(lambda g: g.accuracy[s].acc.mean) for s in sims]  # noqa: B023
-        row.append(fmt(after.idk_share) if after is not None else "n/a")
-        row += [cell(lambda g: g.consistency[j].mean) for j in judges]  # noqa: B023
-        row += [cell(lambda g: g.entropy[ent].mean), cell(lambda g: g.cons_lex.mean)]
+def _versus(change: Difference | None) -> str:
+    if change is None:
+        return "—"
+    if change.mean is None:
+        return "n/a"
+    return f"{_signed(change.mean)} {interval(change)}".strip()
+
+
+def selection_table(summary: QASummary, *, bounds: bool = False) -> Table:
+    """One row per source × selection method: accuracy of its picks per similarity, the don't-know share,
+    model calls per question, and its difference to `random` and to `a2c` per similarity, each with a 95%
+    paired bootstrap interval over questions. `bounds` writes the differences as numeric columns (mean,
+    low, high) for the CSV."""
+    sims = summary.similarities if summary.referenced else []
+    with_a2c = any(r.method == "a2c" for r in summary.selection)
+    comparisons: list[tuple[str, Callable[[SelectionSummary], dict[str, Difference]]]] = [
+        ("random", lambda r: r.vs_random), *([("A2C", lambda r: r.vs_a2c)] if with_a2c else [])]
+    header = ["method", "selection", *[similarity_label(s) for s in sims], "Don't-know share", "picked",
+              "unparsed", "model calls / question"]
+    for who, _ in comparisons:
+        for s in sims:
+            name = f"{similarity_label(s).split(' ')[0]} − {who}"
+            header += [f"{name}", f"{name} low", f"{name} high"] if bounds else [f"{name} [95% CI]"]
+    rows = []
+    for r in summary.selection:
+        row = [METHOD_LABELS[r.source], r.label, *[fmt(r.accuracy[s].mean) for s in sims],
+               fmt(r.dont_know_share), f"{r.picked} / {r.questions}", str(r.unparsed),
+               f"{r.calls / r.questions:.2f}" if r.questions else "n/a"]
+        for _, versus in comparisons:
+            for s in sims:
+                change = versus(r).get(s)
+                row += [_versus(change)] if not bounds else \
+                    [fmt(value) for value in (change.mean, change.low, change.high)] if change else ["—"] * 3
         rows.append(row)
     return Table(header, rows)
 
@@ -222,12 +295,15 @@ def plot_consistency(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
     return png_bytes(fig)
 
 
-def plot_rejection(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
-    """Accuracy of the answers kept when the least consistent are rejected first, per metric, before A2C;
-    with the oracle and random baselines (what PRR compares)."""
+def plot_rejection(rows: Sequence[MetricRow], summary: QASummary,
+                   uncertainty: Sequence[UncertaintyRow] = ()) -> bytes:
+    """Accuracy of the answers kept when the least consistent are rejected first, per metric (the
+    uncertainty measures and per-answer confidences too), before A2C; with the oracle and random baselines
+    (what PRR compares)."""
     plt = pyplot()
-    groups = signal_groups(rows, summary.judges, summary.entropy_judge)
-    fig, axes = plt.subplots(1, len(SOURCES), figsize=(5.5 * len(SOURCES), 4.2), squeeze=False)
+    groups = signal_groups(rows, summary.judges, summary.entropy_judge, uncertainty)
+    groups.update({key: g for key, (g, _) in answer_groups(uncertainty).items()})
+    fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5.5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):
         ax.set_title(f"{METHOD_LABELS[source]}, before A2C", fontsize=9)
         ax.set_xlabel("share of answers rejected (least consistent first)")
@@ -249,7 +325,7 @@ def plot_rejection(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
         ax.plot(*oracle_curve(first), linestyle="--", color="black", label="oracle")
         ax.axhline(first.accurate.sum() / first.answers.sum(), linestyle=":", color="grey", label="random")
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=5, ncol=2)
     fig.tight_layout()
     return png_bytes(fig)
 
@@ -261,7 +337,8 @@ def _with_ci(value: float | None, ci: tuple[float, float] | None) -> str:
 
 
 def signal_table(summary: QASummary) -> Table:
-    """AUROC and PRR of every consistency metric for predicting per-answer accuracy, with 95% intervals."""
+    """AUROC and PRR of every consistency metric and uncertainty measure for predicting per-answer
+    accuracy, with 95% intervals (a per-answer confidence is named `... per answer`)."""
     rows = []
     for item in summary.signal:
         undefined = f"undefined ({item.undefined})" if item.undefined else None
@@ -293,6 +370,21 @@ def plot_correlations(names: list[str], matrix: np.ndarray, sets: int) -> bytes:
 
 # -- the report -------------------------------------------------------------------------------------------
 
+def selection_section(summary: QASummary, table: Table) -> str:
+    """The report's section on picking one answer per question: A2C against the baselines."""
+    if not summary.selection:
+        return ""
+    intervals = ("; the last columns are its accuracy minus that of `random` (the exact expectation of a "
+                 "uniformly drawn candidate) and of A2C, with 95% paired bootstrap intervals over questions"
+                 if summary.referenced else "; no question has references, so there is no accuracy")
+    return ("\n\n## Picking one answer: Ask-to-Choose against the baselines\n\n"
+            "One answer per question and source of variation, picked from the same candidates: A2C's "
+            "majority over its rank choices, USC (the model names the most consistent candidate), the "
+            "medoid under a judge, the first member of the largest cluster. Accuracy of the pick per "
+            f"similarity, model calls the method spent per question{intervals}.\n\n" + table.markdown())
+
+
+
 def write_report(store: Store, human_labels: Path | None = None) -> str:
     """(Re)write the tables (markdown + CSV), plots and report.md of a run; returns report.md's text."""
     if not store.exists(SUMMARY.name) or not store.exists(METRICS.name):
@@ -306,7 +398,9 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
     if not with_refs:  # "accurate" means nothing without references: header only, no rows of n/a
         accurate = Table(accurate.header, [])
     counts, signal_rows = counts_table(summary), signal_table(summary)
-    store.write_text(TABLE_BEFORE_AFTER.name, main.csv())
+    selection = selection_table(summary)
+    store.write_text(TABLE_BEFORE_AFTER.name, before_after_table(summary, bounds=True).csv())
+    store.write_text(TABLE_SELECTION.name, selection_table(summary, bounds=True).csv())
     store.write_text(TABLE_ACCURATE.name, accurate.csv())
     store.write_text(COUNTS.name, counts.csv())
     store.write_text(TABLE_SIGNAL.name, signal_rows.csv())
@@ -325,7 +419,8 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
     names, matrix = correlations(columns)
     store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(rows, summary))
     store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix, len(rows)))
-    store.write_bytes(PLOT_REJECTION.name, plot_rejection(rows, summary))
+    uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
+    store.write_bytes(PLOT_REJECTION.name, plot_rejection(rows, summary, uncertainty))
 
     if not with_refs:
         scope = "No question has reference answers, so there is no accuracy: consistency only.\n\n"
@@ -336,9 +431,12 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
         scope = ""
     signal_section = (
         "\n## Consistency as a signal of correctness\n\n"
-        + ("How well each consistency metric of a question's answers predicts whether an answer is accurate: "
-           "AUROC, and the prediction-rejection ratio (PRR; 1 = ranks like an oracle, 0 = chance), with "
-           f"seeded bootstrap 95% intervals over questions.\n\n{signal_rows.markdown()}\n"
+        + ("How well each consistency metric and uncertainty measure of a question's answers predicts "
+           "whether an answer is accurate: AUROC, and the prediction-rejection ratio (PRR; 1 = ranks like an "
+           "oracle, 0 = chance), with seeded bootstrap 95% intervals over questions. Every score is oriented "
+           "so that higher = more confident (uncertainties are negated: `-U_EigV`); a `per answer` "
+           "confidence scores each answer on its own, the others give every answer its set's score.\n\n"
+           f"{signal_rows.markdown()}\n"
            f"\n![accuracy vs rejection]({PLOT_REJECTION.name})\n"
            if with_refs else "Undefined: no question has reference answers.\n"))
     # nothing here changes unless the run's outputs do (no wall time), so a rerun finds it as it wrote it
@@ -347,8 +445,12 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
             "## Before → after Ask-to-Choose\n\n" + scope
             + ("Accuracy columns are the share of answers closer to a correct than to an incorrect "
                "reference; " if with_refs else "")
-            + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent).\n\n"
+            + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent). Brackets: "
+              f"the 95% interval of after − before, paired over questions (bootstrap, "
+              f"{summary.paired_resamples:,} resamples, seeded); ↑/↓ only where it excludes 0, `~` where it "
+              "does not.\n\n"
             + main.markdown()
+            + selection_section(summary, selection)
             + ("\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
                if with_refs else "")
             + "\n" + signal_section

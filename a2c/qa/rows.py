@@ -21,6 +21,8 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 ParseMethod = Literal["number", "letter", "text", "idk", "unparsed"]  # how a rank reply was read
 PARSE_METHODS: tuple[ParseMethod, ...] = get_args(ParseMethod)
 AnswerField = Literal["short", "long"]
+# the rank prompt's last option (`a2c.idk_text`), in the paper's Listing 1 wording
+DEFAULT_IDK_TEXT = "Don't know the correct answer"
 
 
 @dataclass(frozen=True)
@@ -117,10 +119,70 @@ class MetricRow(Row):
         return self.n_accurate is not None
 
 
+class SelectionRow(Row):
+    """One selection method's pick for one question and source (`a2c.qa.selection`).
+
+    `candidate` indexes the source's candidates (its answers in `generations.jsonl` order); None when the
+    pick is the "don't know" option or nothing was picked (`text` None: no candidates, no parsed reply).
+    `dont_know` is None for a method that offers no "don't know" option (only A2C's rank prompts do).
+    `calls` are the model calls the method spent on this pick; `reply` and `parse` are USC's raw reply
+    and how it was read (None for methods that ask no model)."""
+
+    id: str
+    source: Source
+    method: str
+    text: str | None
+    candidate: int | None
+    dont_know: bool | None = None
+    calls: int = 0
+    reply: str | None = None
+    parse: ParseMethod | None = None
+
+    @property
+    def unparsed(self) -> bool:
+        """The model was asked and its reply named no candidate."""
+        return self.reply is not None and self.text is None
+
+
+class SelectionScoreRow(Row):
+    """Accuracy of one method's pick for one question and source, per similarity: empty for a question
+    without references, None where nothing was picked. `random` is the exact expectation over the
+    candidates, not a draw."""
+
+    id: str
+    source: Source
+    method: str
+    picked: bool
+    unparsed: bool  # the model was asked and named no candidate
+    dont_know: bool | None  # None: the method offers no "don't know" option (all but A2C)
+    calls: int
+    accuracy: dict[str, Accuracy | None]
+
+    @property
+    def referenced(self) -> bool:
+        return bool(self.accuracy)
+
+
+class UncertaintyRow(Row):
+    """The black-box uncertainty measures of one output set (`a2c.metrics.uncertainty`), from the stored
+    matrices: `sets[measure][judge]` one value per set, `answers[measure][judge]` one per answer (None
+    below two answers); `accurate` is each answer's accuracy bit (None without references)."""
+
+    id: str
+    source: Source
+    phase: Phase
+    accurate: list[bool] | None
+    sets: dict[str, dict[str, float | None]]
+    answers: dict[str, dict[str, list[float] | None]]
+
+
 PARAPHRASES = RowsFile("paraphrases.jsonl", ParaphraseRow)
 GENERATIONS = RowsFile("generations.jsonl", GenerationRow)
 CHOICES = RowsFile("choices.jsonl", ChoiceRow)
 METRICS = RowsFile("metrics.jsonl", MetricRow)
+SELECTIONS = RowsFile("selections.jsonl", SelectionRow)
+SELECTION_SCORES = RowsFile("selection_scores.jsonl", SelectionScoreRow)
+UNCERTAINTY = RowsFile("uncertainty.jsonl", UncertaintyRow)
 MATRICES: dict[Phase, MatricesFile] = {phase: MatricesFile(f"matrices_{phase}.npz", SOURCES)
                                        for phase in PHASES}
 SUMMARY = RunFile("summary.json")

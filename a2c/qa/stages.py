@@ -1,4 +1,5 @@
-"""The stage graph of a run: variation → answers → judges (before) → A2C → judges (after) → metrics → report.
+"""The stage graph of a run: variation → answers → judges (before) → A2C → judges (after) → selection →
+metrics → report.
 
 Each stage names the files it reads and writes (typed rows, `a2c.records`) and the config slice its
 outputs depend on; `a2c.stage.run_stages` runs or reuses them. Every stage is batched over the whole
@@ -9,17 +10,18 @@ decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 from tqdm import tqdm
 
 from a2c.data import QARecord
-from a2c.judges import JUDGES, Judge, build_judge
+from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
-from a2c.metrics import cons_lex, judge_scores
+from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
 from a2c.paraphrase import paraphrase_questions
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.measures import set_measures
 from a2c.qa.rank import ask_to_choose
 from a2c.qa.report import REPORT_FILES, write_report
 from a2c.qa.rows import (
@@ -29,18 +31,26 @@ from a2c.qa.rows import (
     METRICS,
     PARAPHRASES,
     PHASES,
+    SELECTION_SCORES,
+    SELECTIONS,
     SOURCES,
     SUMMARY,
+    UNCERTAINTY,
     Accuracy,
+    ChoiceRow,
     GenerationRow,
     MetricRow,
     ParaphraseItem,
     ParaphraseRow,
     Phase,
     Question,
+    SelectionRow,
+    SelectionScoreRow,
     Source,
+    UncertaintyRow,
 )
 from a2c.qa.scoring import score_answers
+from a2c.qa.selection import RANDOM, SelectionInputs, method_judges, method_settings, select
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
@@ -110,11 +120,17 @@ def answers_slice(config: ExperimentConfig) -> Slice:
 _NOT_IN_SCORES = frozenset({"cache", "batch_size", "threshold"})
 
 
+def _scoring_spec(spec: JudgeSpec) -> Slice:
+    return {k: v for k, v in spec.model_dump(mode="json").items() if k not in _NOT_IN_SCORES}
+
+
+def _on_run_generator(spec: JudgeSpec) -> bool:
+    return JUDGES.get(spec.name).takes_run_generator and spec.options.get("generator") is None
+
+
 def judges_slice(config: ExperimentConfig) -> Slice:
-    judges = [{k: v for k, v in spec.model_dump(mode="json").items() if k not in _NOT_IN_SCORES}
-              for spec in config.judges]
-    on_run_generator = any(JUDGES.get(s.name).takes_run_generator and s.options.get("generator") is None
-                           for s in config.judges)
+    judges = [_scoring_spec(spec) for spec in config.judges]
+    on_run_generator = any(_on_run_generator(s) for s in config.judges)
     return {"judges": judges,
             "generator": generator_slice(config.generator) if on_run_generator else None}
 
@@ -128,6 +144,22 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
             "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
             "a2c": config.a2c.model_dump(exclude={"enabled"})}
+
+
+def selection_slice(config: ExperimentConfig) -> Slice:
+    """The methods with their options and settings, and the judges whose matrices they read as the judges
+    stage scored them (not the matrices file itself: a judge no method reads changes nothing here)."""
+    judges = {spec.name: spec for spec in config.judges}
+
+    def judge(name: str) -> Slice:
+        spec = judges[name]
+        return {**_scoring_spec(spec),
+                "generator": generator_slice(config.generator) if _on_run_generator(spec) else None}
+
+    return {"answer_field": config.variation.answer_field,
+            "methods": [{"name": spec.name, **method_settings(spec, config),
+                         "judges": [judge(name) for name in method_judges(spec, config)]}
+                        for spec in config.selection_methods]}
 
 
 def metrics_slice(config: ExperimentConfig) -> Slice:
@@ -257,23 +289,79 @@ def run_a2c(ctx: QAContext, stats: StageStats) -> None:
     ctx.store.write_rows(CHOICES, rows)
 
 
+def run_selection(ctx: QAContext, stats: StageStats) -> None:
+    """Every configured method's pick per question and source, batched over the dataset (USC: one
+    generate call); the matrices and judges only where a method reads them."""
+    choices: dict[tuple[str, Source], list[ChoiceRow]] = {}
+    if ctx.config.a2c.enabled:
+        for row in ctx.store.read_rows(CHOICES):
+            choices.setdefault((row.id, row.source), []).append(row)
+    inputs = SelectionInputs(ctx.config, ctx.questions, _before_sets(ctx, ctx.store.read_rows(GENERATIONS)),
+                             choices, cache(lambda: ctx.store.read_matrices(MATRICES["before"])),
+                             lambda name: ctx.judges()[name], lambda: ctx.generator)
+    ctx.store.write_rows(SELECTIONS, select(inputs, ctx.config.selection_methods))
+
+
+PickScores = dict[str, dict[int, TruthfulQAScores]]  # similarity → index of a pick → its scores
+CandidateScores = dict[str, dict[tuple[str, Source], list[TruthfulQAScores]]]  # similarity → set → scores
+
+
+def _selection_scores(ctx: QAContext, picks: list[SelectionRow], pick_scores: PickScores, before: Sets,
+                      candidate_scores: CandidateScores) -> list[SelectionScoreRow]:
+    """Each pick's accuracy per similarity (`pick_scores[sim][k]` of `picks[k]`), then `random`: the exact
+    expectation over the scores of the source's candidates (`before`)."""
+    sims = [spec.name for spec in ctx.config.accuracy.similarities]
+    rows = [SelectionScoreRow(id=pick.id, source=pick.source, method=pick.method,
+                              picked=pick.text is not None, unparsed=pick.unparsed, dont_know=pick.dont_know,
+                              calls=pick.calls,
+                              accuracy={sim: _accuracy(pick_scores[sim].get(k)) for sim in sims}
+                              if ctx.records[pick.id].has_references else {})
+            for k, pick in enumerate(picks)]
+    for q in ctx.questions:
+        referenced = ctx.records[q.id].has_references
+        for s in SOURCES:
+            rows.append(SelectionScoreRow(
+                id=q.id, source=s, method=RANDOM, picked=bool(before[q.id][s]), unparsed=False,
+                dont_know=None, calls=0,
+                accuracy={sim: _expected(candidate_scores[sim][(q.id, s)]) for sim in sims}
+                if referenced else {}))
+    return rows
+
+
+def _accuracy(score: TruthfulQAScores | None) -> Accuracy | None:
+    return None if score is None else Accuracy(max_true=score.max_true, diff=score.diff, acc=score.acc)
+
+
+def _expected(scores: list[TruthfulQAScores]) -> Accuracy | None:
+    """A uniformly drawn candidate's scores: exact means (`expected_random_accuracy`); None for none."""
+    if not scores:
+        return None
+    return Accuracy.model_validate({name: expected_random_accuracy([getattr(s, name) for s in scores])
+                                    for name in Accuracy.model_fields})
+
+
 def run_metrics(ctx: QAContext, stats: StageStats) -> None:
-    """Per-question metrics for every (source, phase), then dataset means (undefined values skipped)."""
+    """Per-question metrics for every (source, phase), the uncertainty measures of every set, the accuracy
+    of every selection method's picks, then dataset means (undefined values skipped)."""
     phases = [p for p in PHASES if p == "before" or ctx.config.a2c.enabled]
     sets = {p: _phase_sets(ctx, p) for p in phases}
     matrices = {p: ctx.store.read_matrices(MATRICES[p]) for p in phases}
     judges = ctx.judges()
     specs = ctx.config.accuracy.similarities
-    # accuracy of every answer of the run, one batched call per similarity
+    # accuracy of every answer of the run and of every pick, one batched call per similarity
     # questions without references have no accuracy: they are left out here, their rows get none
     flat = [(p, q.id, s, k) for p in phases for q in ctx.questions if ctx.records[q.id].has_references
             for s in SOURCES for k in range(len(sets[p][q.id][s]))]
-    answers = [sets[p][qid][s][k] for p, qid, s, k in flat]
-    refs = [ctx.records[qid] for _, qid, _, _ in flat]
-    scores = {spec.name: dict(zip(flat, score_answers(spec.name, answers, refs, **spec.options), strict=True))
-              for spec in specs}
+    picks = ctx.store.read_rows(SELECTIONS)
+    scored_picks = [k for k, r in enumerate(picks) if r.text is not None and ctx.records[r.id].has_references]
+    answers = [sets[p][qid][s][k] for p, qid, s, k in flat] + [picks[k].text or "" for k in scored_picks]
+    refs = [ctx.records[qid] for _, qid, _, _ in flat] + [ctx.records[picks[k].id] for k in scored_picks]
+    scored = {spec.name: score_answers(spec.name, answers, refs, **spec.options) for spec in specs}
+    scores = {name: dict(zip(flat, found[:len(flat)], strict=True)) for name, found in scored.items()}
+    pick_scores = {name: dict(zip(scored_picks, found[len(flat):], strict=True))
+                   for name, found in scored.items()}
     primary = specs[0].name
-    rows = []
+    rows, uncertainty = [], []
     for p in phases:
         for q in ctx.questions:
             for s in SOURCES:
@@ -295,7 +383,18 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
                 rows.append(MetricRow(id=q.id, source=s, phase=p, n=len(texts),
                                       n_accurate=None if accurate is None else sum(accurate),
                                       cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
+                per_set, per_answer_values = set_measures(
+                    {name: matrices[p][(name, s, q.id)] for name in judges}, judges)
+                uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=p, accurate=accurate,
+                                                  sets=per_set, answers=per_answer_values))
     ctx.store.write_rows(METRICS, rows)
+    ctx.store.write_rows(UNCERTAINTY, uncertainty)
+    candidates = {spec.name: {(q.id, s): [scores[spec.name][("before", q.id, s, k)]
+                                          for k in range(len(sets["before"][q.id][s]))]
+                              for q in ctx.questions if ctx.records[q.id].has_references for s in SOURCES}
+                  for spec in specs}
+    ctx.store.write_rows(SELECTION_SCORES,
+                         _selection_scores(ctx, picks, pick_scores, sets["before"], candidates))
     summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))
     ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 
@@ -331,10 +430,16 @@ A2C = Stage("a2c", reads=(DATASET, GENERATIONS), writes=(CHOICES,), config_slice
             enabled=_a2c_enabled)
 JUDGES_AFTER = Stage("judges_after", reads=(DATASET, CHOICES), writes=(MATRICES["after"],),
                      config_slice=judges_slice, run=run_judges_after, enabled=_a2c_enabled)
-METRICS_STAGE = Stage("metrics", reads=(DATASET, PARAPHRASES, GENERATIONS, CHOICES, *MATRICES.values()),
-                      writes=(METRICS, SUMMARY), config_slice=metrics_slice, run=run_metrics)
+# reads the matrices through the slice of the judges its methods use (`selection_slice`), not the file
+SELECTION = Stage("selection", reads=(DATASET, GENERATIONS, CHOICES), writes=(SELECTIONS,),
+                  config_slice=selection_slice, run=run_selection)
+METRICS_STAGE = Stage("metrics", reads=(DATASET, PARAPHRASES, GENERATIONS, CHOICES, *MATRICES.values(),
+                                        SELECTIONS),
+                      writes=(METRICS, UNCERTAINTY, SELECTION_SCORES, SUMMARY), config_slice=metrics_slice,
+                      run=run_metrics)
 REPORT = Stage("report", reads=(METRICS, SUMMARY), writes=REPORT_FILES, config_slice=_no_settings,
                run=run_report)
 
-STAGES: tuple[Stage, ...] = (VARIATION, ANSWERS, JUDGES_BEFORE, A2C, JUDGES_AFTER, METRICS_STAGE, REPORT)
+STAGES: tuple[Stage, ...] = (VARIATION, ANSWERS, JUDGES_BEFORE, A2C, JUDGES_AFTER, SELECTION, METRICS_STAGE,
+                             REPORT)
 ALGORITHM_1: tuple[Stage, ...] = (VARIATION, ANSWERS, A2C)  # what `AskToChoose` runs

@@ -7,33 +7,47 @@ version) is refused with one line naming the command that recomputes it from the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Final, Literal
+from functools import partial
+from typing import Final, Literal, cast
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from a2c.judges import JUDGES
 from a2c.metrics import mean_defined
+from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.signal import Groups, Signal, signal
+from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.measures import measure_label
 from a2c.qa.rows import (
     CHOICES,
     METRICS,
     PARAPHRASES,
     PARSE_METHODS,
     PHASES,
+    SELECTION_SCORES,
     SOURCES,
+    UNCERTAINTY,
     Accuracy,
     MetricRow,
     ParseMethod,
     Phase,
+    SelectionScoreRow,
     Source,
+    UncertaintyRow,
 )
+from a2c.qa.selection import SELECTION_METHODS
 from a2c.runfiles import RunFileError
 from a2c.store import Store
 
-SCHEMA_VERSION: Final = 2  # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key)
+# 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key); 2: typed; 3: selection, paired intervals,
+# uncertainty measures in the signal
+SCHEMA_VERSION: Final = 3
+PAIRED_RESAMPLES = 2000  # paired bootstrap over questions: before → after cells and the selection table
+PAIRED_LEVEL = 0.95
 
 
 class _Model(BaseModel):
@@ -96,12 +110,65 @@ class Counts(_Model):
     prompts_cut_to_fit_context: int = 0
 
 
+class Difference(_Model):
+    """The mean of a paired difference over questions (after − before, method − comparator) with its
+    percentile bootstrap interval (`a2c.metrics.bootstrap.paired_difference_ci`); all None below two
+    pairs. `dropped`: questions where a side was undefined."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    pairs: int
+    dropped: int
+
+    @classmethod
+    def of(cls, d: PairedDifference) -> Difference:
+        return cls(mean=d.mean_difference, low=d.low, high=d.high, pairs=d.n, dropped=d.dropped)
+
+    @property
+    def direction(self) -> Literal["up", "down"] | None:
+        """Where the interval lies, when it excludes 0; None when it does not (or is undefined)."""
+        if self.low is not None and self.low > 0:
+            return "up"
+        if self.high is not None and self.high < 0:
+            return "down"
+        return None
+
+
+class BeforeAfter(_Model):
+    """After − before A2C per question for every cell of the before → after table of one source."""
+
+    source: Source
+    accuracy: dict[str, Difference]  # by similarity
+    consistency: dict[str, Difference]  # by judge
+    entropy: Difference  # of the entropy judge
+    cons_lex: Difference
+
+
+class SelectionSummary(_Model):
+    """One selection method on one source: accuracy of its picks, what it cost, how it compares."""
+
+    method: str
+    label: str
+    source: Source
+    questions: int
+    picked: int  # questions it picked an answer for
+    unparsed: int  # model replies that named no candidate (USC)
+    accuracy: dict[str, Mean]  # by similarity, over the referenced questions; skipped = no pick
+    dont_know_share: float | None  # of its picks; None for a method with no "don't know" option
+    calls: int  # model calls it spent, over all questions
+    vs_random: dict[str, Difference]  # method − random per similarity (empty for random itself)
+    vs_a2c: dict[str, Difference]  # method − a2c (empty for a2c itself, or without a2c)
+
+
 class SignalRow(_Model):
-    """AUROC/PRR of one consistency metric for one source and phase (`a2c.metrics.signal.Signal`)."""
+    """AUROC/PRR of one consistency metric for one source and phase (`a2c.metrics.signal.Signal`). `level`:
+    every answer carries its set's score ("set"), or its own (per-answer confidences, "answer")."""
 
     metric: str
     source: Source
     phase: Phase
+    level: Literal["set", "answer"] = "set"
     sets: int
     answers: int
     accurate: int
@@ -117,7 +184,7 @@ class SignalRow(_Model):
 class QASummary(_Model):
     """What `summary.json` holds for a QA run."""
 
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
     name: str
     model: str
     judges: list[str]
@@ -126,9 +193,16 @@ class QASummary(_Model):
     groups: list[GroupSummary]
     counts: Counts
     signal: list[SignalRow]
+    before_after: list[BeforeAfter]
+    selection: list[SelectionSummary]
+    seed: int  # of every bootstrap
+    paired_resamples: int = PAIRED_RESAMPLES
 
     def group(self, method: Source, phase: Phase) -> GroupSummary | None:
         return next((g for g in self.groups if g.method == method and g.phase == phase), None)
+
+    def change(self, source: Source) -> BeforeAfter | None:
+        return next((c for c in self.before_after if c.source == source), None)
 
     @property
     def referenced(self) -> int:
@@ -146,6 +220,10 @@ def read_summary(store: Store, file: str, hint: str) -> QASummary:
     if isinstance(data, dict) and "schema_version" not in data:
         raise OldSummaryError(f"{store.where(file)} was written by an older a2c (no schema_version)",
                               hint=hint)
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version < SCHEMA_VERSION:
+        raise OldSummaryError(f"{store.where(file)} was written by an older a2c (summary schema {version}, "
+                              f"this a2c reads {SCHEMA_VERSION})", hint=hint)
     try:
         return QASummary.model_validate(data)
     except ValidationError as exc:
@@ -203,11 +281,101 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
         counts = counts.model_copy(update={
             "paraphrases": sum(len(p.paraphrases) for p in paraphrases),
             "paraphrases_failed": sum(not x.ok for p in paraphrases for x in p.paraphrases)})
-    signal_rows = [SignalRow(metric=name, source=source, phase=phase, **asdict(result))
-                   for (name, source, phase), result in
-                   consistency_signal(rows, judges, entropy_judge, seed=config.seed).items()]
+    uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
+    signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **asdict(result))
+                   for (name, source, phase, level), result in
+                   consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed).items()]
+    scores = store.read_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name) else []
+    labels = {name: SELECTION_METHODS.get(name).label for name in {r.method for r in scores}
+              if name in SELECTION_METHODS}
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
-                     entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows)
+                     entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
+                     before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed),
+                     selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed)
+
+
+# -- paired intervals over questions ----------------------------------------------------------------------
+
+def paired(before: Sequence[float | None], after: Sequence[float | None], seed: int) -> Difference:
+    """after − before over the paired questions, with the summary's bootstrap settings."""
+    return Difference.of(paired_difference_ci(before, after, resamples=PAIRED_RESAMPLES, seed=seed,
+                                              level=PAIRED_LEVEL))
+
+
+def _acc(accuracy: Accuracy | None) -> float | None:
+    return None if accuracy is None else accuracy.acc
+
+
+def _accuracy_of(similarity: str, row: MetricRow) -> float | None:
+    return _acc(row.accuracy.get(similarity))
+
+
+def _cons_sem_of(judge: str, row: MetricRow) -> float | None:
+    return row.judges[judge].cons_sem
+
+
+def _entropy_of(judge: str, row: MetricRow) -> float | None:
+    return row.judges[judge].entropy
+
+
+def _cons_lex_of(row: MetricRow) -> float | None:
+    return row.cons_lex
+
+
+def before_after_changes(rows: Sequence[MetricRow], judges: Sequence[str], similarities: Sequence[str],
+                         entropy_judge: str, *, seed: int = 0) -> list[BeforeAfter]:
+    """Every before → after cell's change as a paired difference over the questions that have both
+    phases (a set undefined in either phase drops that question from that cell)."""
+    out = []
+    for source in SOURCES:
+        before = {r.id: r for r in rows if r.source == source and r.phase == "before"}
+        after = {r.id: r for r in rows if r.source == source and r.phase == "after"}
+        pairs = [(before[i], after[i]) for i in before if i in after]
+        if not pairs:
+            continue
+
+        def change(get: Callable[[MetricRow], float | None],
+                   pairs: list[tuple[MetricRow, MetricRow]] = pairs) -> Difference:
+            return paired([get(b) for b, _ in pairs], [get(a) for _, a in pairs], seed)
+
+        out.append(BeforeAfter(
+            source=source,
+            accuracy={s: change(partial(_accuracy_of, s)) for s in similarities},
+            consistency={j: change(partial(_cons_sem_of, j)) for j in judges},
+            entropy=change(partial(_entropy_of, entropy_judge)), cons_lex=change(_cons_lex_of)))
+    return out
+
+
+def summarize_selection(scores: Sequence[SelectionScoreRow], similarities: Sequence[str],
+                        labels: Mapping[str, str], *, seed: int = 0) -> list[SelectionSummary]:
+    """Per source and method (in the order the rows list them): mean accuracy of the picks, don't-know
+    share, calls, and the paired differences to `random` and `a2c` over the referenced questions."""
+    methods = list(dict.fromkeys(r.method for r in scores))
+    out = []
+    for source in SOURCES:
+        mine = [r for r in scores if r.source == source]
+        by_method = {m: {r.id: r for r in mine if r.method == m} for m in methods}
+        referenced = list(dict.fromkeys(r.id for r in mine if r.referenced))
+        accs = {(m, sim): [_acc(r.accuracy.get(sim)) if (r := by_method[m].get(i)) else None
+                           for i in referenced]
+                for m in methods for sim in similarities}
+        for method in methods:
+            rows = list(by_method[method].values())
+            if not rows:
+                continue
+            picks = [r for r in rows if r.picked]
+            can_say_idk = all(r.dont_know is not None for r in picks)
+            versus = {other: {s: paired(accs[(other, s)], accs[(method, s)], seed) for s in similarities}
+                      for other in ("random", "a2c") if other != method and by_method.get(other)}
+            out.append(SelectionSummary(
+                method=method, label=labels.get(method, method), source=source, questions=len(rows),
+                picked=len(picks), unparsed=sum(r.unparsed for r in rows),
+                accuracy={sim: Mean.of(accs[(method, sim)]) for sim in similarities},
+                dont_know_share=sum(bool(r.dont_know) for r in picks) / len(picks) if picks and can_say_idk
+                else None,
+                calls=sum(r.calls for r in rows), vs_random=versus.get("random", {}),
+                vs_a2c=versus.get("a2c", {})))
+    return out
 
 
 # -- consistency as a signal of correctness ---------------------------------------------------------------
@@ -238,25 +406,100 @@ def signal_scores(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judg
     return columns
 
 
-def signal_groups(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str
-                  ) -> dict[tuple[str, Source, Phase], Groups]:
-    """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
-    `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target."""
-    out: dict[tuple[str, Source, Phase], Groups] = {}
-    for name, values in signal_scores(rows, judges, entropy_judge).items():
+def graph_label(graph: str) -> str:
+    """A judge's label, or for KLE's NLI graph (`entail+contra`) the labels of both."""
+    return "+".join(judge_label(j) for j in graph.split("+"))
+
+
+def _confidence(measure: str, value: float) -> float:
+    """A measure's value oriented so that higher = more confident."""
+    return cast(float, UNCERTAINTY_MEASURES[measure].as_confidence(value))
+
+
+def uncertainty_scores(rows: Sequence[UncertaintyRow]) -> dict[str, list[float | None]]:
+    """Per set, every per-set uncertainty measure of every judge as a confidence (uncertainties negated)."""
+    keys = dict.fromkeys((m, g) for r in rows for m, values in r.sets.items() for g in values)
+    columns: dict[str, list[float | None]] = {}
+    for measure, graph in keys:
+        sign = "-" if UNCERTAINTY_MEASURES[measure].kind == "uncertainty" else ""
+        columns[f"{sign}{measure_label(measure)} ({graph_label(graph)})"] = [
+            None if (v := r.sets.get(measure, {}).get(graph)) is None else _confidence(measure, v)
+            for r in rows]
+    return columns
+
+
+Key = tuple[str, Source, Phase]
+SetInfo = tuple[Source, Phase, int, int | None]  # source, phase, answers, accurate answers (None: no refs)
+
+
+def _grouped(columns: Mapping[str, Sequence[float | None]], sets: Sequence[SetInfo]) -> dict[Key, Groups]:
+    """(metric, source, phase) → the referenced sets with a defined score, as `Groups`; a key for every
+    source and phase with referenced sets, even when no score is defined."""
+    out: dict[Key, Groups] = {}
+    for name, values in columns.items():
         for source in SOURCES:
             for phase in PHASES:
-                part = [(v, r) for v, r in zip(values, rows, strict=True)
-                        if r.source == source and r.phase == phase and r.referenced and v is not None]
-                if any(r.source == source and r.phase == phase and r.referenced for r in rows):
-                    out[(name, source, phase)] = Groups.of([v for v, _ in part], [r.n for _, r in part],
-                                                           [r.n_accurate or 0 for _, r in part])
+                mine = [(v, n, a) for v, (s, p, n, a) in zip(values, sets, strict=True)
+                        if s == source and p == phase and a is not None]
+                if mine:
+                    kept = [(v, n, a) for v, n, a in mine if v is not None]
+                    out[(name, source, phase)] = Groups.of([v for v, _, _ in kept], [n for _, n, _ in kept],
+                                                           [a for _, _, a in kept])
     return out
 
 
-def consistency_signal(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str, *,
-                       seed: int = 0) -> dict[tuple[str, Source, Phase], Signal]:
-    """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase; empty without
-    references."""
-    groups = signal_groups(rows, judges, entropy_judge)
-    return {key: signal(g, seed=seed) for key, g in groups.items()}
+def _set_info(row: UncertaintyRow) -> SetInfo:
+    accurate = row.accurate
+    return (row.source, row.phase, len(accurate or ()), None if accurate is None else sum(accurate))
+
+
+def signal_groups(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
+                  uncertainty: Sequence[UncertaintyRow] = ()) -> dict[Key, Groups]:
+    """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
+    `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target.
+    Cons_sem, entropy and Cons_lex from `metrics.jsonl`, the per-set uncertainty measures from
+    `uncertainty.jsonl`."""
+    return {**_grouped(signal_scores(rows, judges, entropy_judge),
+                       [(r.source, r.phase, r.n, r.n_accurate) for r in rows]),
+            **_grouped(uncertainty_scores(uncertainty), [_set_info(r) for r in uncertainty])}
+
+
+def answer_groups(uncertainty: Sequence[UncertaintyRow]) -> dict[Key, tuple[Groups, np.ndarray]]:
+    """(metric, source, phase) → every answer with its own confidence (degree, eccentricity) and accuracy,
+    as one-answer `Groups`, with the index of its set (so intervals resample questions, not answers)."""
+    keys = dict.fromkeys((m, g) for r in uncertainty for m, values in r.answers.items() for g in values)
+    out: dict[Key, tuple[Groups, np.ndarray]] = {}
+    for measure, graph in keys:
+        name = f"{measure_label(measure)} ({graph_label(graph)}, per answer)"
+        for source in SOURCES:
+            for phase in PHASES:
+                mine = [(k, r) for k, r in enumerate(uncertainty)
+                        if r.source == source and r.phase == phase and r.accurate is not None]
+                if not mine:
+                    continue
+                scores: list[float] = []
+                labels: list[bool] = []
+                sets: list[int] = []
+                for k, r in mine:
+                    values = r.answers.get(measure, {}).get(graph)
+                    if values is None or r.accurate is None:
+                        continue
+                    scores += [_confidence(measure, v) for v in values]
+                    labels += r.accurate
+                    sets += [k] * len(values)
+                out[(name, source, phase)] = (Groups.per_answer(scores, labels),
+                                              np.asarray(sets, dtype=np.int64))
+    return out
+
+
+def consistency_signal(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
+                       uncertainty: Sequence[UncertaintyRow] = (), *, seed: int = 0
+                       ) -> dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal]:
+    """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase, set-level and
+    (for per-answer confidences) answer-level; empty without references."""
+    out: dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal] = {
+        (*key, "set"): signal(g, seed=seed)
+        for key, g in signal_groups(rows, judges, entropy_judge, uncertainty).items()}
+    for key, (g, sets) in answer_groups(uncertainty).items():
+        out[(*key, "answer")] = signal(g, seed=seed, clusters=sets)
+    return out

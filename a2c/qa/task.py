@@ -9,7 +9,7 @@ from a2c.data import QARecord, load_records
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.report import before_after_table, write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
-from a2c.qa.stages import METRICS_STAGE, STAGES, qa_context
+from a2c.qa.stages import METRICS_STAGE, SELECTION, STAGES, qa_context
 from a2c.qa.summary import QASummary, read_summary
 from a2c.qa.view import qa_view
 from a2c.store import Store
@@ -56,6 +56,6 @@ def headline(summary: QASummary) -> str:
 
 
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
-                context=qa_context, stages=STAGES,
-                rescore=(METRICS_STAGE,), summary=SUMMARY, read_summary=_summary, write_report=write_report,
-                metrics=METRICS, flatten=flatten, headline=headline, view=qa_view)
+                context=qa_context, stages=STAGES, rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY,
+                read_summary=_summary, write_report=write_report, metrics=METRICS, flatten=flatten,
+                headline=headline, view=qa_view)

@@ -1,0 +1,65 @@
+"""The field's black-box uncertainty measures (`a2c.metrics.uncertainty.UNCERTAINTY_MEASURES`) of one output
+set, from the matrices the judges stage stored: no model, a few eigendecompositions per set.
+
+Which judge feeds which measure follows the measure's `statistic`: a similarity measure takes the matrix of
+every judge whose higher score means more alike (not `contra`, whose matrix is a contradiction
+probability); an equivalence measure takes every judge's both-ways decisions (`Judge.equivalent`); KLE's
+NLI graph needs the `entail` and `contra` judges together and is keyed `entail+contra`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+import numpy as np
+
+from a2c.judges import Judge
+from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, Statistic, nli_weights
+
+NLI_PAIR = ("entail", "contra")
+NLI_GRAPH = "+".join(NLI_PAIR)
+# what tables call each measure: the papers' symbols
+MEASURE_LABELS = {"num_semantic_sets": "U_NumSet", "eigval_laplacian": "U_EigV",
+                  "degree_uncertainty": "U_Deg", "eccentricity": "U_Ecc", "degree_confidence": "C_Deg",
+                  "eccentricity_confidence": "C_Ecc", "kernel_language_entropy": "KLE"}
+
+Matrices = Mapping[str, np.ndarray]  # judge name → the set's matrix
+Inputs = Iterator[tuple[str, np.ndarray]]  # (judge or graph key, what the measure is computed on)
+
+
+def _similarities(matrices: Matrices, judges: Mapping[str, Judge]) -> Inputs:
+    return ((name, m) for name, m in matrices.items() if judges[name].higher_is_consistent)
+
+
+def _equivalences(matrices: Matrices, judges: Mapping[str, Judge]) -> Inputs:
+    return ((name, judges[name].equivalent(m)) for name, m in matrices.items())
+
+
+def _nli_graph(matrices: Matrices, judges: Mapping[str, Judge]) -> Inputs:
+    if all(name in matrices for name in NLI_PAIR):
+        yield NLI_GRAPH, nli_weights(*(matrices[name] for name in NLI_PAIR))
+
+
+STATISTICS: Mapping[Statistic, Callable[[Matrices, Mapping[str, Judge]], Inputs]] = {
+    "similarity": _similarities, "equivalence": _equivalences, "nli": _nli_graph}
+
+
+def measure_label(measure: str) -> str:
+    return MEASURE_LABELS.get(measure, measure)
+
+
+def set_measures(matrices: Matrices, judges: Mapping[str, Judge]
+                 ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, list[float] | None]]]:
+    """(per-set values, per-answer values), each measure → judge (or graph) → value; None below two
+    answers."""
+    per_set: dict[str, dict[str, float | None]] = {}
+    per_answer: dict[str, dict[str, list[float] | None]] = {}
+    for name, measure in UNCERTAINTY_MEASURES.items():
+        for key, statistic in STATISTICS[measure.statistic](matrices, judges):
+            value = measure.function(statistic)
+            if measure.per_answer:
+                per_answer.setdefault(name, {})[key] = None if value is None else \
+                    [float(v) for v in np.asarray(value)]
+            else:
+                per_set.setdefault(name, {})[key] = None if value is None else float(value)
+    return per_set, per_answer

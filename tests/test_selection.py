@@ -248,7 +248,8 @@ def test_selection_is_a2c_by_default_and_takes_names_or_options():
      "config.yaml:4: selection.0.judge: Value error, unknown judge 'nope'"),
     ("selection:\n  - {name: usc, max_tokens: x}",
      "config.yaml:4: selection.0.max_tokens: Input should be a valid integer"),
-    ("selection:\n  - {name: usc, temperature: 1}", "config.yaml:4: selection.0.temperature: unknown key"),
+    ("selection:\n  - {name: usc, temperature: 1}",
+     "config.yaml:4: selection.0.temperature: unknown option; this selection method takes ['max_tokens']"),
     ("selection: [usc, usc]", "config.yaml:3: selection: Value error, selection methods are listed twice"),
     ("a2c: {enabled: false}\nselection: [a2c]",
      "config.yaml:4: selection: Value error, a2c picks from the rank choices: it needs Ask-to-Choose "

@@ -108,7 +108,9 @@ def run_variation(ctx: RunContext, stats: StageStats) -> None:
     for chunk in ctx.chunks("paraphrases", ctx.questions):
         paraphrases = paraphrase_questions(ctx.aux, [q.question for q in chunk], techniques,
                                            seed=ctx.config.seed,
-                                           max_tokens=ctx.config.variation.paraphrase_max_tokens)
+                                           max_tokens=ctx.config.variation.paraphrase_max_tokens,
+                                           references=[ctx.records[q.id].references if q.id in ctx.records
+                                                       else () for q in chunk])
         rows += [ParaphraseRow(id=q.id, question=q.question, paraphrases=[
             ParaphraseItem(technique=p.technique, text=p.text, ok=p.ok, problem=p.problem)
             for p in per_question]) for q, per_question in zip(chunk, paraphrases, strict=True)]

@@ -32,22 +32,22 @@ def test_probe_reports_an_unreachable_server_in_one_line(tmp_path):
 
 
 def test_probe_shows_what_the_run_keeps_in_milliseconds(capsys):
-    """On the scripted backend the third paraphrase fails its checks and, as in `a2c run`, gets no answer;
-    its context still gets a rank prompt."""
+    """On the scripted backend the first and third paraphrases fail their checks (the stand-in model's only
+    question is "Which one?") and, as in `a2c run`, get no answer; their contexts still get rank prompts."""
     from a2c.cli import main
 
     code = main(["probe", "Where is the Eiffel Tower?", "--backend", "scripted", "--model",
-                 "scripted:1|2|Paris|Rome\nMadrid", "--judge", "exact", "--no-cache"])
+                 "scripted:1|2|Paris|Rome\nMadrid|Which one?", "--judge", "exact", "--no-cache"])
     out = capsys.readouterr().out
     assert code == 0
     for part in PROBE_PARTS[3:]:
         assert part in out, part
     answers = out.split("paraphrases and answers:")[1].split("exact agreement matrix")[0]
     labels = [line.split()[0] for line in answers.splitlines() if "asked:" in line]
-    assert labels == ["c1", "c2", "c4", "t1", "t2", "t3", "t4"]
-    assert "(1 paraphrase(s) failed their checks and are left out, as in `a2c run`)" in answers
+    assert labels == ["c2", "c4", "t1", "t2", "t3", "t4"]
+    assert "(2 paraphrase(s) failed their checks and are left out, as in `a2c run`)" in answers
     matrix = out.split("exact agreement matrix (paraphrases):")[1].splitlines()[1]
-    assert matrix.split() == ["c1", "c2", "c4"]
+    assert matrix.split() == ["c2", "c4"]
     assert _rank_replies(out) == 8
 
 

@@ -10,7 +10,7 @@ import pytest
 from a2c.cli import main
 from a2c.llm.scripted import ScriptedBackend
 
-SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
+SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
 ARGS = ["--backend", "scripted", "--model", SCRIPT, "--judge", "exact", "--no-cache"]
 
 

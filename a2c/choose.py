@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from a2c.config import A2CConfig, ExperimentConfig, TechniqueConfig, VariationConfig
@@ -30,6 +30,7 @@ from a2c.seeds import stable_seed
 from a2c.store import MemoryStore
 from a2c.text import normalize
 from a2c.variation import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
+from a2c.wording import plural
 
 DEFAULT_IDK_TEXT: str = A2CConfig.model_fields["idk_text"].default
 
@@ -333,7 +334,10 @@ class AskToChoose:
     def answer(self, question: str) -> Choice:
         return self.answer_many([question])[0]
 
-    def answer_many(self, questions: Sequence[str]) -> list[Choice]:
+    def answer_many(self, questions: Sequence[str], *, log: Callable[[str], None] | None = None,
+                    progress: bool = False) -> list[Choice]:
+        """`log` gets a line as each stage starts and ends; `progress` shows a bar per generate call."""
+        from a2c.llm.progress import generation_progress
         from a2c.stage import Generators, RunContext, run_stages
         from a2c.stages import ALGORITHM_1
 
@@ -342,8 +346,16 @@ class AskToChoose:
             return []
         config = self.config.model_copy(update={"chunk_size": len(asked)})  # one batched call per step
         store = MemoryStore()
-        run_stages(RunContext(config, store, asked, generators=Generators(self.generator, self.aux),
-                              progress=False), ALGORITHM_1)
+        ctx = RunContext(config, store, asked, generators=Generators(self.generator, self.aux),
+                         progress=False)
+        say = log or (lambda _line: None)
+        for number, stage in enumerate(ALGORITHM_1, 1):
+            step = f"[{number}/{len(ALGORITHM_1)}] {stage.name}"
+            say(f"{step}: started")
+            with generation_progress(f"{stage.name}: generate", enabled=progress):
+                stats = run_stages(ctx, [stage])[stage.name]
+            say(f"{step}: done in {stats.seconds:.1f} s ({plural(stats.generated, 'prompt')} generated, "
+                f"{stats.cached} from the cache)")
         generations: dict[str, list[GenerationRow]] = {q.id: [] for q in asked}
         for g in store.read_rows(GENERATIONS):
             generations[g.id].append(g)

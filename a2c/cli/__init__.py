@@ -5,7 +5,8 @@ import heavy libraries (torch, transformers) lazily so `a2c --help` stays instan
 
 Failures end in one line on stderr, never a traceback (unless `--debug` or `A2C_DEBUG=1`): an `A2CError`
 is the user's to fix (`a2c: error: ...`, an optional `hint:` line, exit 2, as for argparse's usage
-errors); any other exception is a2c's (exit 1); Ctrl-C exits 130.
+errors); any other exception is a2c's (exit 1); Ctrl-C exits 130. Other libraries' progress bars (weight
+loading, GGUF conversion) are silenced unless `--debug`; `--no-progress` silences a2c's own too.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         debug, command = debug or args.debug, args.command
+        if not debug or getattr(args, "no_progress", False):
+            from a2c.llm.progress import quiet_library_progress
+
+            quiet_library_progress()
         return int(args.handler(args) or 0)
     except A2CError as exc:
         if debug:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(openai backend; default 5)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the request cache")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (the per-stage lines on stderr stay)")
     parser.set_defaults(handler=_probe)
 
 
@@ -242,9 +246,13 @@ def _probe(args: argparse.Namespace) -> int:
             check_server(url)
     generator = build_generator(config)
     wrapper = AskToChoose(generator, temperatures=args.temperatures, seed=args.seed)
-    choices = wrapper.answer_many([q for _, q in asked])  # one batched pass over every question
+    # one batched pass over every question
+    choices = wrapper.answer_many([q for _, q in asked], log=_log, progress=not args.no_progress)
+    _log(f"[judge] {args.judge}: started")
+    start = time.perf_counter()
     judge = build_judge(args.judge, **({"cache": None} if args.no_cache else {}))
     results = probe_results(asked, choices, judge, len(wrapper.config.variation.techniques))
+    _log(f"[judge] {args.judge}: done in {time.perf_counter() - start:.1f} s")
     for number, result in enumerate(results):
         if number:
             print("\n" + "=" * 80 + "\n")
@@ -258,6 +266,11 @@ def _probe(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"\nresults written to {args.json}")
     return 0
+
+
+def _log(line: str) -> None:
+    """Where the probe is: on stderr, so stdout holds the results alone."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _label(source: str, slot: int) -> str:

@@ -45,11 +45,13 @@ def apply_overrides(config: TaskConfig, *, limit: int | None, no_cache: bool) ->
 
 def _run(args: argparse.Namespace) -> int:
     from a2c.config import load_config
+    from a2c.llm.progress import generation_progress
     from a2c.pipeline import run_experiment
 
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
-    result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
-                            log=print)
+    with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
+        result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
+                                log=print)
     print(result.summary_table())
     print(f"run folder: {result.folder}  (report: {result.folder / 'report.md'})")
     return 0

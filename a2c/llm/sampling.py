@@ -18,6 +18,7 @@ from typing import Protocol
 from a2c.cache import Cache, NoCache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
+from a2c.llm.progress import generation_bar
 
 CACHE_NAMESPACE = "generation"
 
@@ -104,7 +105,10 @@ class CachedGenerator:
         jobs = [replace(requests[slots[s][0]], n=1, seed=sample_seed(requests[slots[s][0]].seed, slots[s][1]))
                 for s in todo]
 
+        bar = generation_bar(len(slots), done=len(slots) - len(jobs))
+
         def emit(done: list[tuple[int, SampleResult]]) -> None:
+            bar.update(len(done))
             for j, result in done:
                 results[todo[j]] = result
                 self.stats.generated += 1
@@ -112,8 +116,9 @@ class CachedGenerator:
                 self.stats.completion_tokens += result.completion.completion_tokens
             self.cache.put_many({keys[todo[j]]: _to_json(result) for j, result in done}, CACHE_NAMESPACE)
 
-        if jobs:
-            self.impl.run(jobs, emit)
+        with bar:
+            if jobs:
+                self.impl.run(jobs, emit)
         for s, key in enumerate(keys):
             if results[s] is None:
                 results[s] = results[first_slot[key]]

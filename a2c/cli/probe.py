@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from a2c.errors import A2CError
+from a2c.wording import plural
 
 if TYPE_CHECKING:
     from a2c.choose import Choice
@@ -164,7 +165,7 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.questions is not None:
         if args.question is not None:
             raise ProbeInputError("give one question or --questions FILE, not both")
-        from a2c.data import ColumnMap, load_records
+        from a2c.data import ColumnMap
 
         columns: dict[str, str] = {}
         for item in args.column:
@@ -177,13 +178,34 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
         except ValueError as exc:
             raise ProbeInputError(f"--column: {exc.errors()[0]['loc'][0]}: not a field; fields are "
                                   f"{', '.join(ColumnMap.model_fields)}") from None
-        return [(r.id, r.question) for r in load_records("file", args.questions, columns=column_map)]
+        return [(r.id, r.question) for r in _load_questions(args.questions, column_map)]
     if args.question is None:
         raise ProbeInputError('no question: give one (a2c probe "Why is the sky blue?") or --questions FILE')
     if not args.question.strip():
         raise ProbeInputError("the question is empty: give the text to ask, "
                               'e.g. a2c probe "Why is the sky blue?"')
     return [("q0", args.question)]
+
+
+def _load_questions(path: Path, columns: Any) -> list[Any]:
+    """The file's records; a missing column or a non-UTF-8 file told in probe's own terms (`--column`)."""
+    from a2c.data import DatasetError, load_records
+    from a2c.data.tables import ENCODING_HINT, MissingColumnError
+
+    try:
+        return load_records("file", path, columns=columns)
+    except MissingColumnError as exc:
+        fields = {column: field for field, column in columns.model_dump().items() if column is not None}
+        flags = " ".join(f"--column {fields.get(c, c)}=NAME" for c in exc.missing)
+        example = f" (e.g. --column {fields.get(exc.missing[0], exc.missing[0])}={exc.available[0]})" \
+            if exc.available else ""
+        raise ProbeInputError(f"{path}: no column {', '.join(map(repr, exc.missing))}; the file has "
+                              f"{', '.join(map(repr, exc.available)) or 'no columns'}",
+                              hint=f"name the file's column with {flags}{example}") from None
+    except DatasetError as exc:
+        if exc.hint != ENCODING_HINT:
+            raise
+        raise ProbeInputError(str(exc), hint="save the file as UTF-8 (probe reads UTF-8 text)") from None
 
 
 def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], judge: Any,
@@ -221,8 +243,8 @@ def _print(result: ProbeResult, judge_name: str) -> None:
         for label, asked, text in zip(source.labels, source.asked, source.answers, strict=True):
             print(f"  {label}  asked: {asked}\n       answer: {text}")
     if result.paraphrases_failed:
-        print(f"  ({result.paraphrases_failed} paraphrase(s) failed their checks and are left out, as in "
-              "`a2c run`)")
+        print(f"  ({plural(result.paraphrases_failed, 'paraphrase')} failed their checks and are left out, "
+              "as in `a2c run`)")
     for name, source in zip(("paraphrases", "temperatures"), result.sets.values(), strict=True):
         print(f"\n{judge_name} agreement matrix ({name}):\n{_matrix_text(source.matrix, source.labels)}")
         print(f"Cons_sem = {_show(source.cons_sem)}   entropy = {_show(source.entropy)} bits "

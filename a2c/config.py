@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from a2c.config_paths import resolve_config_paths
 from a2c.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding, parse_yaml, read_text
@@ -60,8 +61,8 @@ class DatasetConfig(_Strict):
     """
 
     name: str = "quickstart"
-    # a local file (TruthfulQA CSV; .jsonl/.csv/.parquet for `file`), relative to the working directory, or
-    # the hub dataset's owner/name for `hf`; None = built in / TruthfulQA from the hub
+    # a local file (TruthfulQA CSV; .jsonl/.csv/.parquet for `file`), relative to the config file's folder,
+    # or the hub dataset's owner/name for `hf`; None = built in / TruthfulQA from the hub
     path: str | None = None
     encoding: str = DEFAULT_ENCODING  # of `path`; the default reads UTF-8 with or without a byte-order mark
     columns: ColumnMap | None = None  # record field → column name (`file`, `hf`)
@@ -353,12 +354,15 @@ def _task_model(task: str) -> type[BaseModel]:
 TASKS = ("qa", "classification")
 
 
-def parse_config(text: str, source: str = "<config>") -> TaskConfig:
+def parse_config(text: str, source: str = "<config>", folder: Path | None = None) -> TaskConfig:
     """Validate config text; every problem is reported as `file:line: key: message`. The top-level `task`
-    key picks the config model (`qa` when absent)."""
+    key picks the config model (`qa` when absent). Relative paths are read from `folder` when given
+    (`a2c.config_paths`), else from the working folder."""
     data, root = parse_yaml(text, source, ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level")
+    if folder is not None:
+        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError)
     task = data.get("task", "qa")
     if task not in TASKS:
         line = _node_line(root, ("task",))
@@ -376,13 +380,15 @@ def parse_config(text: str, source: str = "<config>") -> TaskConfig:
         raise ConfigError("invalid config: " + "; ".join(seen.values())) from None
 
 
-def load_config(path: str | Path) -> TaskConfig:
+def load_config(path: str | Path, *, paths_from_file: bool = True) -> TaskConfig:
     """A config file, validated, and its local data file read through (encoding, columns, every row):
-    a bad config or data file fails here, before a run folder, a cache or a model is touched."""
+    a bad config or data file fails here, before a run folder, a cache or a model is touched. Its relative
+    paths are read from its folder (`paths_from_file=False`: from the working folder, for a run's stored
+    config, whose paths were resolved when it was written)."""
     path = Path(path)
     text = read_text(path, ConfigError, what="config file",
                      hint="a config is YAML text: save it as UTF-8")
-    config = parse_config(text, str(path))
+    config = parse_config(text, str(path), path.parent if paths_from_file else None)
     config.check_data()
     return config
 

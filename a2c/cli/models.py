@@ -8,15 +8,21 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("models", help="locate the embedded models, prepare them for vllm")
+    parser = subparsers.add_parser("models", help="locate the embedded models, prepare them for vllm",
+                                   description="The models that ship inside PyPI packages: where their "
+                                   "GGUF file is, and a copy vLLM can load.")
     sub = parser.add_subparsers(dest="models_command", required=True, metavar="ACTION")
-    prepare = sub.add_parser("prepare", help="convert a GGUF model to a safetensors folder (one-off)")
+    prepare = sub.add_parser("prepare", help="convert a GGUF model to a safetensors folder (one-off)",
+                             description="Dequantize a GGUF model and write it as a float32 safetensors "
+                             "folder with its tokenizer, the format the vllm backend loads.")
     prepare.add_argument("model", nargs="?", default=None,
                          help="embedded model name or path to a .gguf file (default: the embedded SmolLM2)")
     prepare.add_argument("--output", type=Path,
                          help="folder to write (default: models/NAME, where the vllm backend looks)")
     prepare.set_defaults(handler=_prepare)
-    path = sub.add_parser("path", help="print the path of an embedded model's GGUF file")
+    path = sub.add_parser("path", help="print the path of an embedded model's GGUF file",
+                          description="Print the path of an embedded model's GGUF file, e.g. for "
+                          "llama.cpp's server: --model \"$(a2c models path)\".")
     path.add_argument("model", nargs="?", default=None,
                       help="embedded model name (default: the embedded SmolLM2)")
     path.set_defaults(handler=_path)

@@ -38,8 +38,13 @@ class ProbeInputError(A2CError):
 def register(subparsers: argparse._SubParsersAction) -> None:
     from a2c.llm.backends import BACKENDS
 
-    parser = subparsers.add_parser("probe",
-                                   help="vary one question, show answers, agreement and the A2C choice")
+    parser = subparsers.add_parser(
+        "probe", help="vary one question, show answers, agreement and the A2C choice",
+        description="Ask one question (or every question of --questions FILE, in one batched pass) the "
+        "way `a2c run` does: one paraphrase per technique and one sample per temperature, each answered; "
+        "then print the answers, the judge's agreement matrices, Cons_sem, the clustering entropy and "
+        "the Ask-to-Choose answer. Runs the embedded model in-process by default, or a served one with "
+        "--base-url; a line per stage on stderr says where it is.")
     parser.add_argument("question", nargs="?", help="the question to ask (or --questions FILE)")
     parser.add_argument("--questions", type=Path, metavar="FILE",
                         help="many questions in one batched pass: a .jsonl, .csv or .parquet file with a "
@@ -64,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--retries", type=_retries, metavar="N",
                         help="retries after the first attempt on 429/5xx/connection errors/timeouts "
                         "(openai backend; default 5)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of every sampled prompt: the same seed asks the same prompts and, from "
+                        "the cache, gets the same answers (default 0)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the request cache")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (the per-stage lines on stderr stay)")

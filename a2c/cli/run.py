@@ -12,7 +12,14 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="run (or resume) an experiment config into its run folder")
+    parser = subparsers.add_parser(
+        "run", help="run (or resume) an experiment config into its run folder",
+        description="Run an experiment config (YAML) through its stages: for QA, paraphrases and "
+        "temperature samples of every question, their answers, the judges' agreement matrices, "
+        "Ask-to-Choose and the judges again, the metrics and report.md, all in the run folder. A rerun "
+        "reuses every stage whose settings and inputs are unchanged, so an interrupted run resumes and a "
+        "changed config re-runs only what it affects; each line says whether a stage runs and why. "
+        "Relative paths in the config are read from its folder.")
     parser.add_argument("config", type=Path, help="experiment config (YAML)")
     parser.add_argument("--output", type=Path,
                         help="run folder (default: the config's `output`, else runs/NAME)")

@@ -217,7 +217,7 @@ def _score(args: argparse.Namespace) -> int:
     matched, unknown = match_rows(rows, records, args.answer_column, args.question_column)
     if not matched:
         example = _describe(unknown[0], args.question_column)
-        raise ScoreInputError(f"{args.answers}: none of the {len(rows)} rows matches a {args.dataset} "
+        raise ScoreInputError(f"{args.answers}: {plural(len(rows), 'row')}, none matching a {args.dataset} "
                               f"question (by 'id' or {args.question_column!r}), e.g. {example}")
     if unknown:
         _warn_unknown(unknown, len(rows), args.dataset, args.question_column)

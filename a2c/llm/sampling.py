@@ -19,6 +19,7 @@ from a2c.cache import Cache, NoCache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
 from a2c.llm.progress import generation_bar
+from a2c.wording import plural
 
 CACHE_NAMESPACE = "generation"
 
@@ -125,7 +126,8 @@ class CachedGenerator:
         self.stats.cached += sum(from_cache)
         missing = [s for s in todo if results[s] is None]
         if missing:
-            raise RuntimeError(f"backend {self.backend!r} returned no result for {len(missing)} sample(s)")
+            raise RuntimeError(f"backend {self.backend!r} returned no result for "
+                               f"{plural(len(missing), 'sample')}")
 
         self._count_truncated([r for r in results if r is not None and r.truncated_to], len(slots))
 
@@ -143,8 +145,8 @@ class CachedGenerator:
         if not cut:
             return
         self.stats.truncated += len(cut)
-        warnings.warn(f"{len(cut)} of {samples} sample(s) came from a prompt longer than the context of "
-                      f"{self.model} ({cut[0].truncated_to} tokens), cut in the middle to fit "
+        warnings.warn(f"{len(cut)} of {plural(samples, 'sample')} came from a prompt longer than the "
+                      f"context of {self.model} ({cut[0].truncated_to} tokens), cut in the middle to fit "
                       "(context_policy: truncate)", ContextLengthWarning, stacklevel=3)
 
 

@@ -8,10 +8,11 @@ answer to the original. The rules, on words after `a2c.text.normalize`:
 - *A question* ends with "?" (closing quotes and brackets aside), or, without a closing "." or "!", its last
   sentence opens with an interrogative word: a wh-word (what, which, who, whom, whose, when, where, why, how)
   or an auxiliary that opens a yes/no question (is, does, can, …).
-- *Its type*, read from its main clause (the last sentence's last comma-separated clause, or the one before
-  it when the last opens with a subordinator such as "if" or "when"): *yes/no* when the clause opens with an
-  auxiliary (except "Can you tell me what…"-style requests, which are *open*), *open* when it holds a
-  wh-word ("… invented by whom?"), else unknown.
+- *Its type*, read from the comma-separated clauses of the last sentence from its end, skipping those
+  after the first that open with a subordinator ("…, if you swallow it?"); the first clause that tells
+  decides: *yes/no* when it opens with an auxiliary (except "Can you tell me what…"-style requests, which
+  are *open*, and "Is it A or B?", which tells neither), *open* when it holds a wh-word ("… invented by
+  whom?"). When no clause tells, the type is unknown and not compared.
 - *A reference it states*: a reference answer whose words appear as a run of whole words in the paraphrase
   but not in the question. Bare "yes" and "no" are exempt: inside a question they are words ("Is there no
   cure?"), not answers.

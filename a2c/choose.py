@@ -7,12 +7,13 @@ in-memory store, so for the same question, seed and settings it asks exactly the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from a2c.judges import JudgeSpec
 from a2c.llm.base import Generator
+from a2c.llm.progress import generation_progress
 from a2c.metrics import cons_lex
 from a2c.metrics.sets import JudgeScores, judge_scores
 from a2c.paraphrase import Technique
@@ -53,6 +54,7 @@ from a2c.qa.selection import RANDOM, SelectionError, method_judges, selection_pr
 from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
 from a2c.stage import Generators, run_stages
 from a2c.store import MemoryStore
+from a2c.wording import plural
 
 
 @dataclass(frozen=True)
@@ -150,9 +152,11 @@ class AskToChoose:
     def answer(self, question: str) -> Choice:
         return self.answer_many([question])[0]
 
-    def answer_many(self, questions: Sequence[str], *, judges: Sequence[JudgeSpec] = ()) -> list[Choice]:
+    def answer_many(self, questions: Sequence[str], *, judges: Sequence[JudgeSpec] = (),
+                    log: Callable[[str], None] | None = None, progress: bool = False) -> list[Choice]:
         """Every question in one batched pass per step. With `judges`, the run's judges stage also scores
-        the candidates of each source (one batched pass per judge), as `Choice.judged`."""
+        the candidates of each source (one batched pass per judge), as `Choice.judged`. `log` gets a line as
+        each stage starts and ends; `progress` shows a bar per generate call."""
         asked = [Question(f"q{i}", q) for i, q in enumerate(questions)]
         if not asked:
             return []
@@ -167,8 +171,15 @@ class AskToChoose:
         judged = bool(judges) or any(method_judges(m, config) for m in methods)
         store = MemoryStore()
         ctx = QAContext(config, store, asked, generators=Generators(self.generator, self.aux), progress=False)
-        run_stages(ctx, (*ALGORITHM_1, *([JUDGES_BEFORE] if judged else []),
-                         *([SELECTION] if methods else [])))
+        stages = (*ALGORITHM_1, *([JUDGES_BEFORE] if judged else []), *([SELECTION] if methods else []))
+        say = log or (lambda _line: None)
+        for number, stage in enumerate(stages, 1):
+            step = f"[{number}/{len(stages)}] {stage.name}"
+            say(f"{step}: started")
+            with generation_progress(f"{stage.name}: generate", enabled=progress):
+                stats = run_stages(ctx, [stage])[stage.name]
+            say(f"{step}: done in {stats.seconds:.1f} s ({plural(stats.generated, 'prompt')} generated, "
+                f"{stats.cached} from the cache)")
         generations: dict[str, list[GenerationRow]] = {q.id: [] for q in asked}
         for g in store.read_rows(GENERATIONS):
             generations[g.id].append(g)

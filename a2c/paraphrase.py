@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from a2c.llm.base import GenerationRequest, Generator, Message
+from a2c.paraphrase_checks import question_problem
 from a2c.prompts import PromptTemplate, load_template
 from a2c.seeds import stable_seed
 from a2c.text import normalize
@@ -50,7 +51,7 @@ class Paraphrase:
     text: str
     technique: str
     ok: bool = True
-    problem: str | None = None  # why it was flagged: "empty", "identical", "multi-line", "rambling"
+    problem: str | None = None  # why it was flagged: see `paraphrase_problem`
 
 
 def _technique_listing(techniques: Sequence[Technique]) -> str:
@@ -85,9 +86,12 @@ def clean_paraphrase(raw: str) -> str:
     return text
 
 
-def paraphrase_problem(question: str, text: str, extra_words: int = 12) -> str | None:
+def paraphrase_problem(question: str, text: str, extra_words: int = 12,
+                       references: Sequence[str] = ()) -> str | None:
     """Why a paraphrase is unusable, or None: empty, same as the question, several lines, far too long
-    (over twice the question's words plus `extra_words`)."""
+    (over twice the question's words plus `extra_words`), then what `a2c.paraphrase_checks` finds: not a
+    question, states one of `references` (the record's answers, correct or incorrect), changed question
+    type."""
     if not normalize(text):
         return "empty"
     if normalize(text) == normalize(question):
@@ -96,16 +100,21 @@ def paraphrase_problem(question: str, text: str, extra_words: int = 12) -> str |
         return "multi-line"
     if len(text.split()) > 2 * len(question.split()) + extra_words:
         return "rambling"
-    return None
+    return question_problem(question, text, references)
 
 
 def paraphrase_questions(aux: Generator, questions: Sequence[str],
                          techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, *, seed: int = 0,
                          temperature: float = 0.7, top_p: float = 0.95, max_tokens: int = 64,
-                         template: str = "paraphrase") -> list[list[Paraphrase]]:
-    """One paraphrase per technique for every question: one batched call, one batched retry of bad ones."""
+                         template: str = "paraphrase",
+                         references: Sequence[Sequence[str]] | None = None) -> list[list[Paraphrase]]:
+    """One paraphrase per technique for every question: one batched call, one batched retry of bad ones.
+    `references` holds each question's reference answers (empty without): a paraphrase stating one fails."""
     if not techniques:
         raise ValueError("paraphrase_questions needs at least one technique")
+    refs = [tuple(r) for r in references] if references is not None else [()] * len(questions)
+    if len(refs) != len(questions):
+        raise ValueError(f"{len(refs)} reference lists for {len(questions)} questions")
     tmpl = load_template(template)
     slots = [(q, k) for q in range(len(questions)) for k in range(len(techniques))]
     requests = [GenerationRequest(messages=paraphrase_messages(tmpl, techniques, k, questions[q]),
@@ -113,7 +122,8 @@ def paraphrase_questions(aux: Generator, questions: Sequence[str],
                                   seed=stable_seed(seed, questions[q], techniques[k].name, bits=31))
                 for q, k in slots]
     texts = [clean_paraphrase(g.text) for g in aux.generate(requests)]
-    problems = [paraphrase_problem(questions[q], t) for (q, _), t in zip(slots, texts, strict=True)]
+    problems = [paraphrase_problem(questions[q], t, references=refs[q])
+                for (q, _), t in zip(slots, texts, strict=True)]
 
     retry = [s for s, p in enumerate(problems) if p is not None]
     if retry:
@@ -122,7 +132,8 @@ def paraphrase_questions(aux: Generator, questions: Sequence[str],
                          temperature=max(temperature, 0.7)) for s in retry]
         for s, gen in zip(retry, aux.generate(again), strict=True):
             text = clean_paraphrase(gen.text)
-            problem = paraphrase_problem(questions[slots[s][0]], text)
+            q = slots[s][0]
+            problem = paraphrase_problem(questions[q], text, references=refs[q])
             if problem is None or problems[s] == "empty":
                 texts[s], problems[s] = text, problem
 

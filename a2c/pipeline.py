@@ -221,7 +221,7 @@ def report_run(run_dir: Path, *, rescore: bool = True, human_labels: Path | None
     config_file = _stored_config_file(run_dir)  # checked before the lock, which would create a file
     folder = RunFolder(run_dir)
     with hold_run_folder(Path(run_dir)):
-        config = load_config(config_file)
+        config = load_config(config_file, paths_from_file=False)  # its paths were resolved when written
         task = task_of(config)
         report = task.stages[-1]
         ctx = task.make_context(config, folder, progress=progress)
@@ -264,7 +264,7 @@ def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: s
 
 def run_task(run_dir: Path) -> TaskSpec[Any]:
     """The task of the run in a folder, from its config."""
-    return task_of(load_config(_stored_config_file(run_dir)))
+    return task_of(load_config(_stored_config_file(run_dir), paths_from_file=False))
 
 
 def _stored_config_file(run_dir: Path) -> Path:

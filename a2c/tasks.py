@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from a2c.config import ConfigError, RunConfig, _node_line, validate_config
+from a2c.config_paths import resolve_config_paths
 from a2c.files import parse_yaml, read_text
 from a2c.registry import Registry, UnknownNameError
 from a2c.runfiles import RowsFile, RunFile
@@ -68,12 +69,15 @@ def task_of(config: RunConfig) -> TaskSpec[Any]:
     return TASKS.get(config.task)
 
 
-def parse_config(text: str, source: str = "<config>") -> RunConfig:
+def parse_config(text: str, source: str = "<config>", folder: Path | None = None) -> RunConfig:
     """Validate config text; every problem is reported as `file:line: key: message`. The top-level `task`
-    key picks the task's config model (`qa` when absent)."""
+    key picks the task's config model (`qa` when absent). Relative paths are read from `folder` when given
+    (`a2c.config_paths`), else from the working folder."""
     data, root = parse_yaml(text, source, ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level")
+    if folder is not None:
+        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError)
     name = data.get("task", DEFAULT_TASK)
     try:
         task = TASKS.get(str(name))
@@ -84,12 +88,14 @@ def parse_config(text: str, source: str = "<config>") -> RunConfig:
     return config
 
 
-def load_config(path: str | Path) -> RunConfig:
+def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
     """A config file, validated, and its local data file read through (encoding, columns, every row):
-    a bad config or data file fails here, before a run folder, a cache or a model is touched."""
+    a bad config or data file fails here, before a run folder, a cache or a model is touched. Its relative
+    paths are read from its folder (`paths_from_file=False`: from the working folder, for a run's stored
+    config, whose paths were resolved when it was written)."""
     path = Path(path)
     text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
-    config = parse_config(text, str(path))
+    config = parse_config(text, str(path), path.parent if paths_from_file else None)
     task_of(config).check_data(config)
     return config
 

@@ -92,7 +92,7 @@ def test_csv_with_own_column_names_and_options(tmp_path, capsys, records):
     ("short.csv", "question,answer\nWhat?,yes\nonly one cell\n",
      "short.csv:3: the row's number of cells differs from the header's 2"),
     ("none.jsonl", '{"question": "Not a TruthfulQA question", "answer": "x"}\n',
-     "none of the 1 rows matches a truthfulqa question"),
+     "1 row, none matching a truthfulqa question"),
 ])
 def test_malformed_input_is_one_error_line(tmp_path, capsys, name, text, message):
     path = tmp_path / name

@@ -83,13 +83,15 @@ CORPUS = [
          {"exp.yaml": _dataset_config("tqa.csv"), "tqa.csv": f"{HEADER}\n".encode()},
          ("tqa.csv: no questions",)),
     Case("csv not found", ("run", "exp.yaml"), {"exp.yaml": _dataset_config("missing.csv")},
-         ("TruthfulQA CSV not found: missing.csv",)),
+         ("exp.yaml:4: dataset.path: no such file or folder: ", "missing.csv (read relative to the config's "
+          "folder ")),
     Case("unknown generator model", ("probe", "Why?", "--backend", "transformers", "--model",
                                      "does-not-exist/nowhere"), {},
          ("cannot load generator model 'does-not-exist/nowhere'", "HF_HUB_OFFLINE",
           "hf download does-not-exist/nowhere")),
+    # `output` is read from the config's folder: the message names it absolute
     Case("output is a file", ("run", "exp.yaml"), {"exp.yaml": b"name: x\noutput: taken\n", "taken": b"mine"},
-         ("run folder taken: is a file, not a folder",), hint="set `output`"),
+         ("run folder /", "/taken: is a file, not a folder"), hint="set `output`"),
     Case("output inside a file", ("run", "exp.yaml", "--output", "taken/run"),
          {"exp.yaml": b"name: x\n", "taken": b"mine"},
          ("run folder taken/run: a part of the path is a file",)),

@@ -53,7 +53,7 @@ def test_cut_samples_are_counted_warned_and_cached_with_their_limit(smollm2, tmp
     small = CachedGenerator(TransformersBackend(DEFAULT_MODEL, max_model_len=256), cache)
     requests = [GenerationRequest(messages=(Message("user", LONG),), max_tokens=2),
                 GenerationRequest(messages=(Message("user", "What colour is the fox?"),), max_tokens=2)]
-    with pytest.warns(ContextLengthWarning, match=r"^1 of 2 sample\(s\) came from a prompt longer than the "
+    with pytest.warns(ContextLengthWarning, match=r"^1 of 2 samples came from a prompt longer than the "
                                                   r"context of SmolLM2-135M-Instruct \(256 tokens\), cut"):
         cut, short = small.generate(requests)
     assert cut.prompt_tokens == 254 and short.prompt_tokens < 50 and cut.text
@@ -128,5 +128,5 @@ def test_a_24000_token_question_runs_in_bounded_memory():
     result = json.loads(stdout.splitlines()[-1])
     assert result["question_tokens"] > 24_000
     assert result["prompt_tokens"] == 2048 - 8 and result["truncated"] == 1 and result["text"]
-    assert "ContextLengthWarning: 1 of 1 sample(s)" in stderr
+    assert "ContextLengthWarning: 1 of 1 sample came from a prompt longer" in stderr
     assert peak < RSS_LIMIT, f"peak RSS {peak / 2**30:.2f} GiB"

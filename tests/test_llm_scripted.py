@@ -51,9 +51,12 @@ output: {tmp_path / 'run'}
     run = result.folder
     choices = [json.loads(line) for line in (run / "choices.jsonl").read_text().splitlines()]
     generations = [json.loads(line) for line in (run / "generations.jsonl").read_text().splitlines()]
-    # every reply is "1", "2" or "3": paraphrases pass their checks, so 4 contexts + 4 temperatures each
-    assert len(generations) == 3 * 8 and {g["short"] for g in generations} <= {"1", "2", "3"}
-    assert sum(c["source"] == "paraphrase" for c in choices) == 3 * 4
+    # every reply is "1", "2" or "3": no paraphrase is a question, so all fail the paraphrase rule, only the
+    # 4 temperatures are answered, and with no Y_c the contexts have nothing to choose from
+    paraphrases = [json.loads(line) for line in (run / "paraphrases.jsonl").read_text().splitlines()]
+    assert [p["problem"] for row in paraphrases for p in row["paraphrases"]] == ["not a question"] * 3 * 4
+    assert len(generations) == 3 * 4 and {g["short"] for g in generations} <= {"1", "2", "3"}
+    assert [c["source"] for c in choices] == ["temperature"] * 3 * 4
     for c in choices:
         # options are the distinct candidates; a reply "k" names option k, or "don't know" right after them
         named = int(c["reply"])

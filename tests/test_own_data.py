@@ -16,7 +16,7 @@ import a2c
 from a2c.pipeline import PandasMissingError
 from a2c.qa.rows import MetricRow
 
-SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
+SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
 QUESTIONS = [
     {"id": "eiffel", "text": "Where is the Eiffel Tower?", "right": "Paris", "wrong": "Rome; Madrid"},
     {"id": "spider", "text": "How many legs does a spider have?"},

@@ -21,6 +21,14 @@ def _rank_replies(out: str) -> int:
     return sum(line.strip().startswith(("c", "t")) and "reply" in line for line in section.splitlines())
 
 
+def _expected_rank_replies(out: str, temperatures: int) -> int:
+    """One rank reply per paraphrase context (4) when any paraphrase passed its checks and was answered
+    (with none, Y_c is empty: nothing to choose from), and one per temperature."""
+    answers = out.split("paraphrases and answers:")[1].split("agreement matrix")[0]
+    answered = any(line.strip().startswith("c") and "asked:" in line for line in answers.splitlines())
+    return (4 if answered else 0) + temperatures
+
+
 def test_probe_reports_an_unreachable_server_in_one_line(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"  # bound then released: nothing listens there
     command = [sys.executable, "-m", "a2c", "probe", "Why is the sky blue?", "--base-url", url,
@@ -32,22 +40,22 @@ def test_probe_reports_an_unreachable_server_in_one_line(tmp_path):
 
 
 def test_probe_shows_what_the_run_keeps_in_milliseconds(capsys):
-    """On the scripted backend the third paraphrase fails its checks and, as in `a2c run`, gets no answer;
-    its context still gets a rank prompt."""
+    """On the scripted backend the first and third paraphrases fail their checks (the stand-in model's only
+    question is "Which one?") and, as in `a2c run`, get no answer; their contexts still get rank prompts."""
     from a2c.cli import main
 
     code = main(["probe", "Where is the Eiffel Tower?", "--backend", "scripted", "--model",
-                 "scripted:1|2|Paris|Rome\nMadrid", "--judge", "exact", "--no-cache"])
+                 "scripted:1|2|Paris|Rome\nMadrid|Which one?", "--judge", "exact", "--no-cache"])
     out = capsys.readouterr().out
     assert code == 0
     for part in PROBE_PARTS[3:]:
         assert part in out, part
     answers = out.split("paraphrases and answers:")[1].split("exact agreement matrix")[0]
     labels = [line.split()[0] for line in answers.splitlines() if "asked:" in line]
-    assert labels == ["c1", "c2", "c4", "t1", "t2", "t3", "t4"]
-    assert "(1 paraphrase(s) failed their checks and are left out, as in `a2c run`)" in answers
+    assert labels == ["c2", "c4", "t1", "t2", "t3", "t4"]
+    assert "(2 paraphrases failed their checks and are left out, as in `a2c run`)" in answers
     matrix = out.split("exact agreement matrix (paraphrases):")[1].splitlines()[1]
-    assert matrix.split() == ["c1", "c2", "c4"]
+    assert matrix.split() == ["c2", "c4"]
     assert _rank_replies(out) == 8
 
 
@@ -60,8 +68,7 @@ def test_probe_on_the_embedded_model_prints_every_part(tmp_path):
     out = result.stdout
     for part in PROBE_PARTS:
         assert part in out, part
-    # one rank reply per paraphrase context (4) and per temperature (2)
-    assert _rank_replies(out) == 6
+    assert _rank_replies(out) == _expected_rank_replies(out, 2)
 
 
 @pytest.mark.slow
@@ -74,7 +81,9 @@ def test_probe_against_a_served_model(llama_server, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     for part in PROBE_PARTS:
         assert part in result.stdout, part
-    assert _rank_replies(result.stdout) == 6
+    # (measured: SmolLM2 through llama.cpp writes no usable paraphrase of this question, "Does a ripe banana
+    # have any colour?" being yes/no and the others repeating it, so only the temperatures are ranked)
+    assert _rank_replies(result.stdout) == _expected_rank_replies(result.stdout, 2)
     assert not (tmp_path / ".a2c-cache").exists()  # --no-cache: nothing written
 
 

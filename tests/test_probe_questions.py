@@ -10,7 +10,7 @@ import pytest
 from a2c.cli import main
 from a2c.llm.scripted import ScriptedBackend
 
-SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
+SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
 ARGS = ["--backend", "scripted", "--model", SCRIPT, "--judge", "exact", "--no-cache"]
 
 
@@ -70,7 +70,8 @@ def test_the_single_question_json_matches_the_batched_one(tmp_path, capsys):
     (["probe", "--questions", "q.jsonl", "--column", "prompt", *ARGS], "expected FIELD=NAME"),
     (["probe", "--questions", "q.jsonl", "--column", "answer=x", *ARGS], "answer: not a field"),
     (["probe", "--questions", "q.jsonl", "--column", "question=prompt", *ARGS],
-     "q.jsonl: no column 'prompt' (dataset.columns.question); the file has 'question'"),
+     "q.jsonl: no column 'prompt'; the file has 'question'\nhint: name the file's column with --column "
+     "question=NAME"),
     (["probe", "--questions", "bad.jsonl", *ARGS], "bad.jsonl:2: empty question"),
 ])
 def test_usage_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, message):

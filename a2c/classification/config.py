@@ -35,7 +35,7 @@ class ClassificationData(_Strict):
     """Where the items come from and how the file names its columns."""
 
     name: str | None = None  # a built-in set (`nli-quickstart`); exclusive with `path`
-    path: str | None = None  # a JSONL, CSV or parquet file, relative to the working directory
+    path: str | None = None  # a JSONL, CSV or parquet file, relative to the config file's folder
     encoding: str = DEFAULT_ENCODING
     input: Literal["pair", "single"] = "pair"  # premise/hypothesis pairs, or one text per item
     labels: list[str] = Field(min_length=2)

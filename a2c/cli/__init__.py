@@ -6,7 +6,9 @@ import heavy libraries (torch, transformers) lazily so `a2c --help` stays instan
 Failures end in one line on stderr, never a traceback (unless `--debug` or `A2C_DEBUG=1`): an `A2CError`
 is the user's to fix (`a2c: error: ...`, an optional `hint:` line, exit 2, as for argparse's usage
 errors), and so is a fault of the machine (a full disk, a read-only folder, no memory: `a2c.faults`);
-any other exception is a2c's (exit 1); Ctrl-C exits 130, SIGTERM (handled as a Ctrl-C) 143.
+any other exception is a2c's (exit 1); Ctrl-C exits 130, SIGTERM (handled as a Ctrl-C) 143. Other libraries'
+progress bars (weight loading, GGUF conversion) are silenced unless `--debug`; `--no-progress` silences
+a2c's own too.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         debug, command = debug or args.debug, args.command
+        if not debug or getattr(args, "no_progress", False):
+            from a2c.llm.progress import quiet_library_progress
+
+            quiet_library_progress()
         with sigterm_raises():  # SIGTERM stops a2c as a Ctrl-C does: grace for requests in flight, clean-up
             return int(args.handler(args) or 0)
     except A2CError as exc:

@@ -15,7 +15,10 @@ _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "judge", help="score answers to one question with pairwise judges (matrix, Cons_sem, clusters)")
+        "judge", help="score answers to one question with pairwise judges (matrix, Cons_sem, clusters)",
+        description="Score every pair of the given answers with one or more judges and print each "
+        "judge's agreement matrix, Cons_sem, semantic clusters and entropy; --list shows the judges "
+        "and presets.")
     parser.add_argument("answers", nargs="*", help="the answers to compare")
     parser.add_argument("--question", "-q", default="", help="the question (the llm judge shows it)")
     parser.add_argument("--judge", "-j", action="append", dest="judges", metavar="NAME",

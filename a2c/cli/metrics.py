@@ -32,17 +32,22 @@ PROGRESS_AFTER = 1.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("metrics", help="compute metrics from counts (no models involved)")
+    group = subparsers.add_parser("metrics", help="compute metrics from counts (no models involved)",
+                                  description="Metrics computed from counts alone, without a run or a model.")
     sub = group.add_subparsers(dest="metrics_command", required=True, metavar="METRIC")
 
-    rc = sub.add_parser("rc", help="relative consistency of a contrast-set result (exact)")
+    rc = sub.add_parser("rc", help="relative consistency of a contrast-set result (exact)",
+                        description="Relative consistency (RC) of a contrast-set result: where the observed "
+                        "consistency lies among those achievable at its accuracy (exact, no sampling).")
     rc.add_argument("--bundles", type=int, required=True, help="number of bundles n")
     rc.add_argument("--correct", type=int, required=True, help="correct instances a (0..n·b)")
     rc.add_argument("--consistent", type=int, required=True, help="bundles with every instance correct c")
     rc.add_argument("--bundle-size", type=int, default=2, help="instances per bundle b (default 2)")
     rc.set_defaults(handler=_rc)
 
-    plot = sub.add_parser("rc-plot", help="heatmap of P(consistency | accuracy) and its CDF (RC)")
+    plot = sub.add_parser("rc-plot", help="heatmap of P(consistency | accuracy) and its CDF (RC)",
+                          description="Plot P(consistency | accuracy) for n bundles of b instances and its "
+                          "CDF, which is RC.")
     plot.add_argument("--bundles", type=int, default=100, help="number of bundles n (default 100)")
     plot.add_argument("--bundle-size", type=int, default=2, help="instances per bundle b (default 2)")
     plot.add_argument("--out", type=Path, required=True, help="image file to write (.png, .pdf, .svg)")

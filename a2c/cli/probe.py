@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from a2c.errors import A2CError
+from a2c.wording import plural
 
 if TYPE_CHECKING:
     from a2c.choose import Choice
@@ -32,8 +34,13 @@ class ProbeInputError(A2CError):
 def register(subparsers: argparse._SubParsersAction) -> None:
     from a2c.llm.backends import BACKENDS
 
-    parser = subparsers.add_parser("probe",
-                                   help="vary one question, show answers, agreement and the A2C choice")
+    parser = subparsers.add_parser(
+        "probe", help="vary one question, show answers, agreement and the A2C choice",
+        description="Ask one question (or every question of --questions FILE, in one batched pass) the "
+        "way `a2c run` does: one paraphrase per technique and one sample per temperature, each answered; "
+        "then print the answers, the judge's agreement matrices, Cons_sem, the clustering entropy and "
+        "the Ask-to-Choose answer. Runs the embedded model in-process by default, or a served one with "
+        "--base-url; a line per stage on stderr says where it is.")
     parser.add_argument("question", nargs="?", help="the question to ask (or --questions FILE)")
     parser.add_argument("--questions", type=Path, metavar="FILE",
                         help="many questions in one batched pass: a .jsonl, .csv or .parquet file with a "
@@ -66,9 +73,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="retries after the first attempt on 429/5xx/connection errors/timeouts "
                         "(openai backend; default 5)")
     parser.add_argument("--seed", type=int,
-                        help="seed of every paraphrase, sample and rank prompt (default: the config's, "
-                        "else 0)")
+                        help="seed of every sampled prompt: the same seed asks the same prompts and, from "
+                        "the cache, gets the same answers (default: the config's, else 0)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the request cache")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (the per-stage lines on stderr stay)")
     parser.set_defaults(handler=_probe)
 
 
@@ -165,7 +174,7 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
             raise ProbeInputError("give one question or --questions FILE, not both")
         from pydantic import ValidationError
 
-        from a2c.data import ColumnMap, load_records
+        from a2c.data import ColumnMap
 
         columns: dict[str, str] = {}
         for item in args.column:
@@ -178,13 +187,34 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
         except ValidationError as exc:
             raise ProbeInputError(f"--column: {exc.errors()[0]['loc'][0]}: not a field; fields are "
                                   f"{', '.join(ColumnMap.model_fields)}") from None
-        return [(r.id, r.question) for r in load_records("file", args.questions, columns=column_map)]
+        return [(r.id, r.question) for r in _load_questions(args.questions, column_map)]
     if args.question is None:
         raise ProbeInputError('no question: give one (a2c probe "Why is the sky blue?") or --questions FILE')
     if not args.question.strip():
         raise ProbeInputError("the question is empty: give the text to ask, "
                               'e.g. a2c probe "Why is the sky blue?"')
     return [("q0", args.question)]
+
+
+def _load_questions(path: Path, columns: Any) -> list[Any]:
+    """The file's records; a missing column or a non-UTF-8 file told in probe's own terms (`--column`)."""
+    from a2c.data import DatasetError, load_records
+    from a2c.data.tables import ENCODING_HINT, MissingColumnError
+
+    try:
+        return load_records("file", path, columns=columns)
+    except MissingColumnError as exc:
+        fields = {column: field for field, column in columns.model_dump().items() if column is not None}
+        flags = " ".join(f"--column {fields.get(c, c)}=NAME" for c in exc.missing)
+        example = f" (e.g. --column {fields.get(exc.missing[0], exc.missing[0])}={exc.available[0]})" \
+            if exc.available else ""
+        raise ProbeInputError(f"{path}: no column {', '.join(map(repr, exc.missing))}; the file has "
+                              f"{', '.join(map(repr, exc.available)) or 'no columns'}",
+                              hint=f"name the file's column with {flags}{example}") from None
+    except DatasetError as exc:
+        if exc.hint != ENCODING_HINT:
+            raise
+        raise ProbeInputError(str(exc), hint="save the file as UTF-8 (probe reads UTF-8 text)") from None
 
 
 def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], judge: str,
@@ -219,8 +249,8 @@ def _print(result: ProbeResult, judge_name: str) -> None:
         for label, asked, text in zip(source.labels, source.asked, source.answers, strict=True):
             print(f"  {label}  asked: {asked}\n       answer: {text}")
     if result.paraphrases_failed:
-        print(f"  ({result.paraphrases_failed} paraphrase(s) failed their checks and are left out, as in "
-              "`a2c run`)")
+        print(f"  ({plural(result.paraphrases_failed, 'paraphrase')} failed their checks and are left out, "
+              "as in `a2c run`)")
     for name, source in zip(("paraphrases", "temperatures"), result.sets.values(), strict=True):
         print(f"\n{judge_name} agreement matrix ({name}):\n{_matrix_text(source.matrix, source.labels)}")
         print(f"Cons_sem = {_show(source.cons_sem)}   entropy = {_show(source.entropy)} bits "
@@ -257,7 +287,8 @@ def _probe(args: argparse.Namespace) -> int:
     # checked before any model loads: an unknown name is one line with the closest names
     judge = JudgeSpec.parse(args.judge) if not args.no_cache else JudgeSpec.of(args.judge, cache=None)
     # one batched pass over every question, judged by the run's own judges stage
-    choices = wrapper.answer_many([q for _, q in asked], judges=[judge])
+    choices = wrapper.answer_many([q for _, q in asked], judges=[judge], log=_log,
+                                  progress=not args.no_progress)
     results = probe_results(asked, choices, judge.name, len(wrapper.config.variation.techniques))
     for number, result in enumerate(results):
         if number:
@@ -289,6 +320,11 @@ def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int
     if args.temperatures:
         variation = variation.model_copy(update={"temperatures": list(args.temperatures)})
     return variation, a2c, seed if args.seed is None else args.seed
+
+
+def _log(line: str) -> None:
+    """Where the probe is: on stderr, so stdout holds the results alone."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _label(source: str, slot: int) -> str:

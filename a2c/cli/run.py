@@ -13,7 +13,14 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="run (or resume) an experiment config into its run folder")
+    parser = subparsers.add_parser(
+        "run", help="run (or resume) an experiment config into its run folder",
+        description="Run an experiment config (YAML) through its stages: for QA, paraphrases and "
+        "temperature samples of every question, their answers, the judges' agreement matrices, "
+        "Ask-to-Choose and the judges again, the metrics and report.md, all in the run folder. A rerun "
+        "reuses every stage whose settings and inputs are unchanged, so an interrupted run resumes and a "
+        "changed config re-runs only what it affects; each line says whether a stage runs and why. "
+        "Relative paths in the config are read from its folder.")
     parser.add_argument("config", type=Path, help="experiment config (YAML)")
     parser.add_argument("--output", type=Path,
                         help="run folder (default: the config's `output`, else runs/NAME)")
@@ -58,14 +65,16 @@ def served_generators(config: RunConfig) -> list[GeneratorConfig]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from a2c.llm.progress import generation_progress
     from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
     from a2c.tasks import load_config
 
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
     check_servers(served_generators(config))  # a server that is down fails now, not after its retries
-    result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
-                            log=print)
+    with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
+        result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
+                                log=print)
     print(result.summary_table())
     headline = result.task.headline if result.task is not None else None
     if headline is not None and result.summary is not None and not args.quiet:

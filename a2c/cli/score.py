@@ -15,6 +15,7 @@ from typing import Any
 
 from a2c.errors import A2CError
 from a2c.files import read_text
+from a2c.wording import plural
 
 # what the benchmark's own script reports (`run_bleu_and_rouge`); bleurt and embedding load a model
 DEFAULT_SIMILARITIES = ("bleu", "rouge1", "rouge2", "rougeL")
@@ -88,7 +89,7 @@ def _jsonl_rows(path: Path, lines: Iterator[str]) -> Iterator[InputRow]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line.rstrip("\r\n"))  # with its line break, an error at the end is "column 1"
         except json.JSONDecodeError as exc:
             raise ScoreInputError(f"{path}:{number}: not valid JSON ({exc.msg}, column {exc.colno})"
                                   ) from None
@@ -179,8 +180,24 @@ def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mappin
             writer.writerow([record.id, record.question, answer] + [v for s in scores for v in scores[s][k]])
 
 
+def _load_questions(dataset: str, path: Path | None) -> list[Any]:
+    """The dataset's records; a failure told in score's own terms (`--path`; it reads UTF-8 only)."""
+    from a2c.data import DatasetError, load_records
+    from a2c.data.tables import ENCODING_HINT
+
+    try:
+        return load_records(dataset, path=path)
+    except DatasetError as exc:
+        if path is None:  # no local file: the hub was tried and failed
+            copy = ("a local copy of the benchmark's CSV: --path TruthfulQA.csv" if dataset == "truthfulqa"
+                    else f"a local file of the {dataset} questions: --path FILE")
+            raise DatasetError(str(exc), hint=f"pass {copy}") from None
+        if exc.hint == ENCODING_HINT:
+            raise DatasetError(str(exc), hint=f"save {path} as UTF-8 (score reads UTF-8 text)") from None
+        raise
+
+
 def _score(args: argparse.Namespace) -> int:
-    from a2c.data import load_records
     from a2c.scoring import score_answers, similarity_label
 
     # a typo in a name or an option fails here, before any file or dataset is read
@@ -190,11 +207,11 @@ def _score(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         raise A2CError(f"a similarity is given twice: {names} (outputs are keyed by name)")
     rows = read_rows(args.answers)
-    records = load_records(args.dataset, path=args.path)
+    records = _load_questions(args.dataset, args.path)
     matched, unknown = match_rows(rows, records, args.answer_column, args.question_column)
     if not matched:
         example = _describe(unknown[0], args.question_column)
-        raise ScoreInputError(f"{args.answers}: none of the {len(rows)} rows matches a {args.dataset} "
+        raise ScoreInputError(f"{args.answers}: {plural(len(rows), 'row')}, none matching a {args.dataset} "
                               f"question (by 'id' or {args.question_column!r}), e.g. {example}")
     if unknown:
         _warn_unknown(unknown, len(rows), args.dataset, args.question_column)
@@ -211,7 +228,8 @@ def _score(args: argparse.Namespace) -> int:
                "similarities": {name: {"options": options, **means[name]} for name, options in specs}}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
 
-    print(f"scored {len(matched)} answers against {len({r.id for r in refs})} {args.dataset} questions")
+    print(f"scored {plural(len(matched), 'answer')} against "
+          f"{plural(len({r.id for r in refs}), f'{args.dataset} question')}")
     print(f"{'similarity':<12} {'label':<8} {'max':>9} {'diff':>9} {'acc':>7}")
     for name, m in means.items():
         label = similarity_label(name).split(" ")[0]

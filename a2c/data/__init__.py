@@ -25,11 +25,13 @@ from a2c.registry import Registry
 
 @dataclass(frozen=True)
 class DatasetLoader:
-    """A named dataset: how it loads, whether it takes a `path`, and which other `DatasetSource` settings."""
+    """A named dataset: how it loads, whether it takes a `path` (a local file, or a hub dataset's
+    owner/name), and which other `DatasetSource` settings."""
 
     load: Callable[[DatasetSource], list[QARecord]]
     path: Literal["required", "optional", "none"]
     settings: frozenset[str] = frozenset()
+    path_kind: Literal["file", "hub"] = "file"
 
     def check(self, name: str, given: Set[str]) -> None:
         """DatasetError for a missing path or a setting this dataset does not read."""
@@ -60,7 +62,8 @@ DATASETS.register("quickstart")(DatasetLoader(_quickstart, "none"))
 DATASETS.register("file")(DatasetLoader(load_file, "required",
                                         frozenset({"encoding", "columns", "separator"})))
 DATASETS.register("hf")(DatasetLoader(load_hub, "required",
-                                      frozenset({"columns", "separator", "config", "split", "revision"})))
+                                      frozenset({"columns", "separator", "config", "split", "revision"}),
+                                      path_kind="hub"))
 
 _DEFAULTS = DatasetSource()
 

@@ -35,6 +35,11 @@ class QARecord:
         """Whether accuracy can be scored for this record."""
         return bool(self.correct)
 
+    @property
+    def references(self) -> tuple[str, ...]:
+        """Every reference answer, correct then incorrect (a paraphrase must state none of them)."""
+        return (*self.correct, *self.incorrect)
+
 
 def split_references(cell: str, separator: str = ";") -> tuple[str, ...]:
     """A reference list stored as one text cell (TruthfulQA's CSV uses `; `), blanks dropped."""

@@ -20,6 +20,15 @@ from a2c.files import DEFAULT_ENCODING, read_text
 ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
 
 
+class MissingColumnError(DatasetError):
+    """Columns a data file lacks, with the ones it has, so a command can say how to map them in its own
+    terms (the default hint speaks of the dataset config; `a2c probe` names `--column`)."""
+
+    def __init__(self, message: str, *, missing: tuple[str, ...], available: tuple[str, ...]) -> None:
+        super().__init__(message, hint="map your column names under `columns:` in the dataset config")
+        self.missing, self.available = missing, available
+
+
 @dataclass(frozen=True)
 class Row:
     """One record of a data file: `where` is `file:line` (`file:row N` for parquet), for error messages."""
@@ -40,9 +49,9 @@ class Table:
         missing = [n for n in names if n not in self.columns]
         if missing:
             shown = [f"{n!r} ({labels[n]})" if labels and n in labels else repr(n) for n in missing]
-            raise DatasetError(f"{self.path}: no column {', '.join(shown)}; the file has "
-                               f"{', '.join(map(repr, self.columns)) or 'no columns'}",
-                               hint="map your column names under `columns:` in the dataset config")
+            raise MissingColumnError(f"{self.path}: no column {', '.join(shown)}; the file has "
+                                     f"{', '.join(map(repr, self.columns)) or 'no columns'}",
+                                     missing=tuple(missing), available=self.columns)
 
 
 def _read_csv(path: Path, encoding: str) -> Table:

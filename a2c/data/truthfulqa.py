@@ -11,7 +11,7 @@ from a2c.data.columns import TRUTHFULQA_HUB_COLUMNS, records_from_table
 from a2c.data.errors import DatasetError
 from a2c.data.own import hub_table
 from a2c.data.records import QARecord, split_references, with_best
-from a2c.data.tables import Row, Table
+from a2c.data.tables import ENCODING_HINT, Row, Table
 from a2c.files import DEFAULT_ENCODING, read_text
 
 HF_DATASET = "truthfulqa/truthful_qa"
@@ -19,8 +19,7 @@ HF_CONFIG = "generation"
 CSV_COLUMNS = ("Type", "Category", "Question", "Best Answer", "Correct Answers", "Incorrect Answers")
 # cells every row must fill: a record needs a question, a best (correct) answer and an incorrect answer
 FILLED_COLUMNS = ("Question", "Best Answer", "Incorrect Answers")
-LOCAL_HINT = "set `dataset.path` (`--path` for `a2c score`) to a local TruthfulQA.csv"
-ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
+LOCAL_HINT = "set `dataset.path` to a local copy of the benchmark's TruthfulQA.csv"
 
 
 def record_from_fields(index: int, question: str, best: str, correct: Iterable[str],
@@ -87,6 +86,6 @@ def load_truthfulqa_hub(split: str = "validation") -> list[QARecord]:
     """The same records from the Hugging Face hub, where one is reachable (needs the `datasets` package)."""
     try:
         table = hub_table(HF_DATASET, HF_CONFIG, split, None)
-    except DatasetError as exc:
-        raise DatasetError(f"{exc}; or {LOCAL_HINT}", hint=exc.hint) from None
+    except DatasetError as exc:  # the hub's own hint is for a dataset of one's own; this one has a CSV
+        raise DatasetError(str(exc), hint=LOCAL_HINT) from None
     return records_from_table(table, TRUTHFULQA_HUB_COLUMNS, id_prefix="truthfulqa")

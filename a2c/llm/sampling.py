@@ -19,6 +19,8 @@ from typing import Any, Protocol
 from a2c.cache import Cache, NoCache, damaged_cache, make_key
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
+from a2c.llm.progress import generation_bar
+from a2c.wording import plural
 
 CACHE_NAMESPACE = "generation"
 _UNREAD = object()  # CachedGenerator has not asked its backend which model it serves yet
@@ -125,7 +127,10 @@ class CachedGenerator:
         jobs = [replace(requests[slots[s][0]], n=1, seed=sample_seed(requests[slots[s][0]].seed, slots[s][1]))
                 for s in todo]
 
+        bar = generation_bar(len(slots), done=len(slots) - len(jobs))
+
         def emit(done: list[tuple[int, SampleResult]]) -> None:
+            bar.update(len(done))
             for j, result in done:
                 results[todo[j]] = result
                 self.stats.generated += 1
@@ -133,15 +138,17 @@ class CachedGenerator:
                 self.stats.completion_tokens += result.completion.completion_tokens
             self.cache.put_many({keys[todo[j]]: _to_json(result) for j, result in done}, CACHE_NAMESPACE)
 
-        if jobs:
-            self.impl.run(jobs, emit)
+        with bar:
+            if jobs:
+                self.impl.run(jobs, emit)
         for s, key in enumerate(keys):
             if results[s] is None:
                 results[s] = results[first_slot[key]]
         self.stats.cached += sum(from_cache)
         missing = [s for s in todo if results[s] is None]
         if missing:
-            raise RuntimeError(f"backend {self.backend!r} returned no result for {len(missing)} sample(s)")
+            raise RuntimeError(f"backend {self.backend!r} returned no result for "
+                               f"{plural(len(missing), 'sample')}")
 
         self._count_truncated([r for r in results if r is not None and r.truncated_to], len(slots))
 
@@ -159,8 +166,8 @@ class CachedGenerator:
         if not cut:
             return
         self.stats.truncated += len(cut)
-        warnings.warn(f"{len(cut)} of {samples} sample(s) came from a prompt longer than the context of "
-                      f"{self.model} ({cut[0].truncated_to} tokens), cut in the middle to fit "
+        warnings.warn(f"{len(cut)} of {plural(samples, 'sample')} came from a prompt longer than the "
+                      f"context of {self.model} ({cut[0].truncated_to} tokens), cut in the middle to fit "
                       "(context_policy: truncate)", ContextLengthWarning, stacklevel=3)
 
 

@@ -36,8 +36,8 @@ class DatasetConfig(StrictModel):
     """
 
     name: str = "quickstart"
-    # a local file (TruthfulQA CSV; .jsonl/.csv/.parquet for `file`), relative to the working directory, or
-    # the hub dataset's owner/name for `hf`; None = built in / TruthfulQA from the hub
+    # a local file (TruthfulQA CSV; .jsonl/.csv/.parquet for `file`), relative to the config file's folder,
+    # or the hub dataset's owner/name for `hf`; None = built in / TruthfulQA from the hub
     path: str | None = None
     encoding: str = DEFAULT_ENCODING  # of `path`; the default reads UTF-8 with or without a byte-order mark
     columns: ColumnMap | None = None  # record field → column name (`file`, `hf`)

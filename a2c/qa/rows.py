@@ -37,7 +37,7 @@ class ParaphraseItem(Row):
     technique: str
     text: str
     ok: bool  # passed its checks (after one retry); a failed one is left out of Y_c and counted
-    problem: str | None  # why it failed: "empty", "identical", "multi-line", "rambling"
+    problem: str | None  # why it failed: "empty", "not a question", … (`a2c.variation.paraphrase_problem`)
 
 
 class ParaphraseRow(Row):

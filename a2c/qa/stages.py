@@ -20,6 +20,7 @@ from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
 from a2c.paraphrase import paraphrase_questions
+from a2c.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
 from a2c.qa.rank import ask_to_choose
@@ -107,7 +108,8 @@ def variation_slice(config: ExperimentConfig) -> Slice:
     return {"aux_generator": generator_slice(config.aux_generator or config.generator),
             "seed": config.seed,
             "techniques": _techniques(config),
-            "paraphrase_max_tokens": config.variation.paraphrase_max_tokens}
+            "paraphrase_max_tokens": config.variation.paraphrase_max_tokens,
+            "paraphrase_checks": PARAPHRASE_RULE}
 
 
 def answers_slice(config: ExperimentConfig) -> Slice:
@@ -143,7 +145,7 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
     return {"generator": generator_slice(config.generator), "seed": config.seed,
             "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
-            "a2c": config.a2c.model_dump(exclude={"enabled"})}
+            "a2c": config.a2c.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
 
 
 def selection_slice(config: ExperimentConfig) -> Slice:
@@ -185,7 +187,9 @@ def run_variation(ctx: QAContext, stats: StageStats) -> None:
     for chunk in ctx.chunks("paraphrases", ctx.questions):
         paraphrases = paraphrase_questions(ctx.aux, [q.question for q in chunk], techniques,
                                            seed=ctx.config.seed,
-                                           max_tokens=ctx.config.variation.paraphrase_max_tokens)
+                                           max_tokens=ctx.config.variation.paraphrase_max_tokens,
+                                           references=[ctx.records[q.id].references if q.id in ctx.records
+                                                       else () for q in chunk])
         rows += [ParaphraseRow(id=q.id, question=q.question, paraphrases=[
             ParaphraseItem(technique=p.technique, text=p.text, ok=p.ok, problem=p.problem)
             for p in per_question]) for q, per_question in zip(chunk, paraphrases, strict=True)]

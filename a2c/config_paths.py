@@ -1,0 +1,116 @@
+"""Paths written in a config are read from the config file's folder, so a config means the same thing
+whichever folder `a2c run` starts in (a config beside its data says `path: questions.jsonl`).
+
+Applied to the YAML data before validation (`a2c.config.load_config`), for the keys in `PATH_KEYS`;
+absolute paths are kept. A path that must exist and does not fails here, with the config line and the
+absolute path searched. Defaults are not paths written in the config: the request cache
+(`.a2c-cache/cache.sqlite`, also when written out as such, as a run's stored config does) and the run
+folder (`runs/NAME`) stay in the working folder; paths given on the command line stay relative to it too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from a2c.cache import DEFAULT_CACHE_PATH
+from a2c.errors import A2CError
+
+# file: a file that must exist. yaml: a shipped name, or a YAML file that must exist (`.yaml`/`.yml`, the
+# rule of `a2c.resources.shipped_or_path`). model: a name (embedded, hub id), a `.gguf` file that must exist,
+# or a folder, when one exists beside the config. created: a file or folder a2c writes.
+Kind = Literal["file", "yaml", "model", "created"]
+Data = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PathKey:
+    keys: tuple[str, ...]  # "*": every item of a list
+    kind: Kind
+    applies: Callable[[Data], bool] = lambda data: True
+
+
+def _local_dataset(data: Data) -> bool:
+    """`dataset.path` is a file unless the dataset is read from the hub (`hf`: owner/name)."""
+    from a2c.data import DATASETS
+
+    dataset = data.get("dataset")
+    name = dataset.get("name") if isinstance(dataset, dict) else None
+    return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
+
+
+def _generator(*at: str) -> tuple[PathKey, ...]:
+    return PathKey((*at, "cache"), "created"), PathKey((*at, "model"), "model")
+
+
+PATH_KEYS: tuple[PathKey, ...] = (
+    PathKey(("dataset", "path"), "file", _local_dataset),
+    *_generator("generator"), *_generator("aux_generator"),
+    PathKey(("judges",), "yaml"),  # a preset
+    PathKey(("judges", "*", "cache"), "created"), PathKey(("judges", "*", "model"), "model"),
+    PathKey(("judges", "*", "template"), "yaml"), *_generator("judges", "*", "generator"),
+    PathKey(("accuracy", "similarities", "*", "model"), "model"),
+    PathKey(("labeling", "template"), "yaml"),  # classification
+    PathKey(("output",), "created"),
+)
+
+
+def _places(node: Any, keys: tuple[str, ...], loc: tuple[str | int, ...] = ()
+            ) -> Iterator[tuple[Any, str | int, tuple[str | int, ...]]]:
+    """(container, key, location) of every value `keys` reaches in `node`."""
+    head, rest = keys[0], keys[1:]
+    items: list[tuple[str | int, Any]]
+    if head == "*":
+        items = list(enumerate(node)) if isinstance(node, list) else []
+    else:
+        items = [(head, node[head])] if isinstance(node, dict) and head in node else []
+    for key, value in items:
+        if rest:
+            yield from _places(value, rest, (*loc, key))
+        else:
+            yield node, key, (*loc, key)
+
+
+def _is_path(kind: Kind, value: str, folder: Path) -> bool:
+    if kind == "yaml":
+        return Path(value).suffix in {".yaml", ".yml"}
+    if kind == "model":
+        return value.endswith(".gguf") or (folder / value).exists()
+    if kind == "created":
+        return Path(value) != DEFAULT_CACHE_PATH
+    return True
+
+
+def resolve_config_paths(data: Data, folder: Path, source: str,
+                         line: Callable[[tuple[str | int, ...]], int | None],
+                         error: type[A2CError]) -> Data:
+    """`data` with every relative path of `PATH_KEYS` made absolute against `folder` (the config's); a
+    missing file is `error` naming `source`, its `line` and the absolute path searched."""
+    folder = Path(os.path.abspath(folder))
+    for path_key in PATH_KEYS:
+        if not path_key.applies(data):
+            continue
+        for container, key, loc in list(_places(data, path_key.keys)):
+            value = container[key]
+            if not isinstance(value, str) or not value or Path(value).is_absolute() \
+                    or not _is_path(path_key.kind, value, folder):
+                continue
+            resolved = os.path.abspath(folder / value)  # normalises `..` without following links
+            if path_key.kind != "created" and not Path(resolved).exists():
+                raise _missing(error, value, resolved, folder, f"{source}:{line(loc) or '?'}",
+                               ".".join(map(str, loc)))
+            container[key] = resolved
+    return data
+
+
+def _missing(error: type[A2CError], value: str, resolved: str, folder: Path, where: str, key: str
+             ) -> A2CError:
+    here = Path(value).absolute()
+    hint = (f"{value} is relative to the working folder: write `{os.path.relpath(here, folder)}` (relative "
+            "to the config's folder) or an absolute path" if here.exists()
+            else "a relative path in a config is read from the config's folder")
+    return error(f"{where}: {key}: no such file or folder: {resolved} (read relative to the config's "
+                 f"folder {folder})", hint=hint)

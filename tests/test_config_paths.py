@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.config import ConfigError, dump_config, load_config, parse_config
+from a2c.config import ConfigError, dump_config
+from a2c.tasks import load_config, parse_config
 
 QUESTIONS = [{"qid": "a", "prompt": "Where is the Eiffel Tower?"},
              {"qid": "b", "prompt": "Why is the sky blue?"}]

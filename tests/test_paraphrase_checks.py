@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from a2c.variation import DEFAULT_TECHNIQUES, paraphrase_problem, paraphrase_questions
 from hypothesis import given
 from hypothesis import strategies as st
 
 from a2c.data.quickstart import load_quickstart
 from a2c.llm.base import Completion, Generation, GenerationStats
+from a2c.paraphrase import DEFAULT_TECHNIQUES, paraphrase_problem, paraphrase_questions
 from a2c.paraphrase_checks import is_question, question_problem, question_type, stated_reference
 
 QUICKSTART = {r.question: r for r in load_quickstart()}

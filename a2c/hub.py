@@ -49,6 +49,28 @@ def model_not_found(model: str, kind: str, why: str) -> ModelNotFoundError:
         "machine's HF_HOME (default ~/.cache/huggingface).")
 
 
+def check_available(model: str, source: str, kind: str, *, offline: bool = False) -> None:
+    """`ModelNotFoundError` now, before any work, when `from_pretrained` would not find the model: not a
+    local folder, not in the Hugging Face cache, and the hub forbidden or unreachable."""
+    if Path(source).is_dir():
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(source, "config.json")
+    except ValueError:  # not a repository id (a path that does not exist, say)
+        cached = None
+    if isinstance(cached, str):
+        return
+    missing = "it is not a local folder and not in the Hugging Face cache"
+    if offline or hub_offline():
+        switch = "the option `offline: true`" if offline else "HF_HUB_OFFLINE"
+        raise model_not_found(model, kind, f"{missing}, and {switch} keeps the hub out")
+    unreachable = hub_unreachable()
+    if unreachable:
+        raise model_not_found(model, kind, f"{missing}, and {unreachable}")
+
+
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 

@@ -48,6 +48,9 @@ class TaskSpec(Generic[C]):
     metrics: RowsFile[Any] | None = None  # per-item metric rows, where the task has them
     # a metric row as one flat dict (`RunResult.records`, `to_pandas`); None: the task has no such rows
     flatten: Callable[[Any, dict[str, str]], dict[str, Any]] | None = None
+    # what `a2c run` checks before the first stage besides the servers: every judge and similarity model
+    # on disk or downloadable, so a missing one fails in seconds, not after the generation stages
+    check_models: Callable[[C], None] | None = None
     # what `a2c run` prints when it ends: the result in a few lines (the summary → text)
     headline: Callable[[Any], str] | None = None
     # (store, config, its data or None where that cannot be read now) → the item list and item pages of

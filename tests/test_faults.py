@@ -169,3 +169,27 @@ def test_other_os_errors_stay_a2c_s_own(capsys, monkeypatch):
     monkeypatch.setattr("a2c.cli.metrics.relative_consistency", broken)
     assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 1
     assert "a2c: unexpected error: OSError" in capsys.readouterr().err
+
+
+def test_a_judge_model_that_is_nowhere_fails_before_any_stage(tmp_path, tiny_nli_dir, monkeypatch):
+    """`a2c run` checks every judge and similarity model before the first stage: a hub id that is neither
+    a local folder nor in the HF cache, with the hub kept out, is one line and exit 2, with no run folder
+    made; a local folder of a real model passes the check."""
+    from a2c.cli import main
+    from a2c.errors import A2CError
+    from a2c.qa.task import check_models
+    from a2c.tasks import parse_config
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = tmp_path / "exp.yaml"
+    config.write_text("name: missing-judge\nlimit: 1\ngenerator: {backend: scripted, cache: null}\n"
+                      "judges: [{name: entail, model: nobody/no-such-nli-model}]\n"
+                      "accuracy: {similarities: [rouge1]}\noutput: run\n")
+    assert main(["run", str(config), "--no-progress"]) == 2
+    assert not (tmp_path / "run").exists()
+    missing = r"cannot load judge model 'nobody/no-such-nli-model': .*HF_HUB_OFFLINE"
+    with pytest.raises(A2CError, match=missing):
+        check_models(parse_config(config.read_text()))
+    local = parse_config(f"name: x\njudges: [{{name: entail, model: '{tiny_nli_dir}'}}]\n"
+                         "accuracy: {similarities: [rouge1, embedding]}\n")
+    check_models(local)  # a local folder and the embedded MiniLM are there

@@ -68,10 +68,13 @@ def _run(args: argparse.Namespace) -> int:
     from a2c.llm.progress import generation_progress
     from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
-    from a2c.tasks import load_config
+    from a2c.tasks import load_config, task_of
 
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
     check_servers(served_generators(config))  # a server that is down fails now, not after its retries
+    check_models = task_of(config).check_models
+    if check_models is not None:
+        check_models(config)  # so does a judge or similarity model that is nowhere to be had
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
         result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
                                 log=print)

@@ -6,9 +6,14 @@ from dataclasses import asdict
 from typing import Any
 
 from a2c.data import QARecord, load_records
+from a2c.hub import check_available
+from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
+from a2c.judges.presets import validate_options
+from a2c.llm.embedded import encoder_location
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.report import before_after_table, write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
+from a2c.qa.scoring import similarity_options
 from a2c.qa.stages import METRICS_STAGE, SELECTION, STAGES, qa_context
 from a2c.qa.summary import QASummary, read_summary
 from a2c.qa.view import qa_view
@@ -27,6 +32,21 @@ def check_data(config: ExperimentConfig) -> None:
     are left to the run (loading them needs the network)."""
     if config.dataset.path is not None:
         load_data(config)
+
+
+def check_models(config: ExperimentConfig) -> None:
+    """Every judge and accuracy-similarity model of the config is on disk or downloadable (`a2c.hub`)."""
+    for spec in config.judges:
+        options = validate_options(spec.name, spec.options)
+        model = getattr(options, "model", None)
+        if isinstance(model, str):
+            offline = bool(getattr(options, "offline", False))
+            check_available(model, encoder_location(model), "judge", offline=offline)
+    for similarity in config.accuracy.similarities:
+        model = getattr(similarity_options(similarity.name, similarity.options), "model",
+                        DEFAULT_EMBEDDING_MODEL if similarity.name == "embedding" else None)
+        if isinstance(model, str):
+            check_available(model, encoder_location(model), "accuracy similarity")
 
 
 def _summary(store: Store) -> QASummary:
@@ -58,4 +78,4 @@ def headline(summary: QASummary) -> str:
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
                 context=qa_context, stages=STAGES, rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY,
                 read_summary=_summary, write_report=write_report, metrics=METRICS, flatten=flatten,
-                headline=headline, view=qa_view)
+                headline=headline, view=qa_view, check_models=check_models)

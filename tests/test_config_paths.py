@@ -13,6 +13,7 @@ import pytest
 
 from a2c.cache import DEFAULT_CACHE_PATH
 from a2c.config import ConfigError, dump_config
+from a2c.qa.task import load_data
 from a2c.tasks import load_config, parse_config
 
 QUESTIONS = [{"qid": "a", "prompt": "Where is the Eiffel Tower?"},
@@ -43,7 +44,7 @@ def test_relative_paths_are_read_from_the_config_folder(tmp_path, monkeypatch):
     assert config.dataset.path == str(exp / "data" / "q.jsonl")
     assert config.generator.cache == exp / "cache" / "requests.sqlite"
     assert config.output == str(tmp_path / "runs" / "own")  # `..` normalised away
-    assert [r.id for r in config.dataset.load()] == ["a", "b"]
+    assert [r.id for r in load_data(config)] == ["a", "b"]
 
 
 def test_absolute_paths_defaults_and_hub_names_are_kept(tmp_path):

@@ -17,9 +17,10 @@ from a2c.llm.progress import QUIET_ENV, generation_progress
 
 SCRIPTED = ["--backend", "scripted", "--model", "scripted:1|2|Paris|Rome\nMadrid|Which one?", "--judge",
             "exact", "--no-cache"]
-STAGE_LINES = ["[1/3] variation: started", "[1/3] variation: done in", "[2/3] answers: started",
-               "[2/3] answers: done in", "[3/3] a2c: started", "[3/3] a2c: done in", "[judge] exact: started",
-               "[judge] exact: done in"]
+# probe runs the run's stages, the judge's too: one line as each starts and one as it ends
+STAGE_LINES = ["[1/4] variation: started", "[1/4] variation: done in", "[2/4] answers: started",
+               "[2/4] answers: done in", "[3/4] a2c: started", "[3/4] a2c: done in",
+               "[4/4] judges_before: started", "[4/4] judges_before: done in"]
 
 
 class Recorder(tqdm.tqdm):

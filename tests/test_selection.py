@@ -251,7 +251,7 @@ def test_selection_is_a2c_by_default_and_takes_names_or_options():
     ("selection:\n  - {name: usc, temperature: 1}",
      "config.yaml:4: selection.0.temperature: unknown option; this selection method takes ['max_tokens']"),
     ("selection: [usc, usc]", "config.yaml:3: selection: Value error, selection methods are listed twice"),
-    ("a2c: {enabled: false}\nselection: [a2c]",
+    ("a2c: {enabled: false}\nselection: [a2c, usc]",
      "config.yaml:4: selection: Value error, a2c picks from the rank choices: it needs Ask-to-Choose "
      "(a2c.enabled: true)"),
 ])
@@ -263,7 +263,7 @@ def test_bad_selection_fails_at_load_with_file_and_line(lines, message):
 
 # -- a run with every method on the scripted backend ------------------------------------------------------
 
-SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
+SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|" + "|".join(["Which one?"] * 6)
 ALL = ["a2c", "usc", {"name": "medoid", "judge": "rouge1"}, "majority_cluster"]
 
 

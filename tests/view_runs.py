@@ -15,7 +15,8 @@ from a2c.store import RunFolder
 from a2c.text import normalize
 
 # option numbers and answer texts; a long reply fails the paraphrase checks ("rambling")
-QA_SCRIPT = "scripted:1|2|Paris|Rome|" + " ".join(["on and on"] * 30)
+QA_SCRIPT = ("scripted:1|2|Paris|Rome|" + "Which one?|" * 6 + "Is it so?|Is it so?|"
+             + " ".join(["on and on"] * 30))
 CLS_SCRIPT = "scripted:entailment|neutral|contradiction|no idea"
 
 

@@ -239,10 +239,12 @@ class ExperimentConfig(RunConfig):
     @field_validator("selection")
     @classmethod
     def _selection_fits(cls, selection: list[SelectionConfig], info: ValidationInfo) -> list[SelectionConfig]:
-        """Methods listed once, reading judges the run has; `a2c` only with Ask-to-Choose on (checked only
-        when `selection` is written out: the default drops `a2c` when A2C is off)."""
+        """Methods listed once, reading judges the run has; `a2c` only with Ask-to-Choose on. The default
+        (`[a2c]`, also as a resolved config writes it out) just picks nothing when A2C is off."""
         from a2c.qa.selection import selection_problems
 
+        if [s.model_dump() for s in selection] == ["a2c"]:
+            return selection
         if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid
             problems = selection_problems(selection, [j.name for j in info.data["judges"]],
                                           info.data["a2c"].enabled)

@@ -243,7 +243,7 @@ class ExperimentConfig(RunConfig):
         (`[a2c]`, also as a resolved config writes it out) just picks nothing when A2C is off."""
         from a2c.qa.selection import selection_problems
 
-        if [s.model_dump() for s in selection] == ["a2c"]:
+        if len(selection) == 1 and selection[0].name == "a2c" and not selection[0].options:
             return selection
         if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid
             problems = selection_problems(selection, [j.name for j in info.data["judges"]],

@@ -386,3 +386,16 @@ def test_timings_keep_the_run_that_did_the_work_and_the_cli_ends_with_the_table(
     assert out.rstrip().endswith(f"report: {root / 'run' / 'report.md'}")
     assert main(["run", str(config), "--no-progress", "--quiet"]) == 0
     assert "| method |" not in capsys.readouterr().out
+
+
+def test_a2c_report_then_a2c_run_reuses_the_report(root):
+    """`a2c report` rewrites the report and records it in the report stage's marker, and report.md holds no
+    line that changes without its inputs (no wall time), so the next run reuses every stage."""
+    from a2c.pipeline import report_run
+
+    before = (root / "run" / "report.md").read_text()
+    assert "last invocation" not in before
+    report_run(root / "run")
+    assert (root / "run" / "report.md").read_text() == before
+    result = run_experiment(_config(root), progress=False)
+    assert _ran(result) == [] and result.stages["report"].why == "same config slice and inputs"

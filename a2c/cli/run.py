@@ -68,6 +68,7 @@ def _run(args: argparse.Namespace) -> int:
     from a2c.llm.progress import generation_progress
     from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
+    from a2c.runpaths import run_output
     from a2c.tasks import load_config, task_of
 
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
@@ -75,8 +76,9 @@ def _run(args: argparse.Namespace) -> int:
     check_models = task_of(config).check_models
     if check_models is not None:
         check_models(config)  # so does a judge or similarity model that is nowhere to be had
+    output = None if args.output is None else run_output(str(args.output))  # as `output:` is normalised
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
-        result = run_experiment(config, run_dir=args.output, force=args.force, progress=not args.no_progress,
+        result = run_experiment(config, run_dir=output, force=args.force, progress=not args.no_progress,
                                 log=print)
     print(result.summary_table())
     headline = result.task.headline if result.task is not None else None

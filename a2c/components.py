@@ -10,6 +10,7 @@ by the component's own `Options` model, so a bad option fails when the config lo
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
@@ -79,17 +80,22 @@ class ComponentSpec(BaseModel):
 
     name: str
     kind: ClassVar[str]
+    registry_at: ClassVar[str]  # "module:attr" of the kind's registry, imported on first use
+    options_attr: ClassVar[str] = "options"  # the registry entry's attribute holding its `Options` model
     # a plain spec serialises as its bare name (`rouge1`), so stage keys of a plain list stay as they were
     bare_when_plain: ClassVar[bool] = False
     _options: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def registry(cls) -> Registry[Any]:
-        raise NotImplementedError
+        module, _, attr = cls.registry_at.partition(":")
+        registry: Registry[Any] = getattr(importlib.import_module(module), attr)
+        return registry
 
     @classmethod
     def options_model(cls, name: str) -> type[BaseModel]:
-        raise NotImplementedError
+        model: type[BaseModel] = getattr(cls.registry().get(name), cls.options_attr)
+        return model
 
     @field_validator("name")
     @classmethod

@@ -62,6 +62,11 @@ def check_available(model: str, source: str, kind: str, *, offline: bool = False
         cached = None
     if isinstance(cached, str):
         return
+    _hub_allowed(model, kind, offline)
+
+
+def _hub_allowed(model: str, kind: str, offline: bool) -> None:
+    """`ModelNotFoundError` for a model on no disk when the hub is kept out or does not answer."""
     missing = "it is not a local folder and not in the Hugging Face cache"
     if offline or hub_offline():
         switch = "the option `offline: true`" if offline else "HF_HUB_OFFLINE"
@@ -87,15 +92,9 @@ def from_pretrained(loader: Any, source: str, *, model: str, kind: str, offline:
         if local:
             raise model_not_found(model, kind, "the local folder exists but does not hold a loadable model "
                                   f"({_first_line(exc)})") from None
-    missing = "it is not a local folder and not in the Hugging Face cache"
-    if offline or hub_offline():
-        switch = "the option `offline: true`" if offline else "HF_HUB_OFFLINE"
-        raise model_not_found(model, kind, f"{missing}, and {switch} keeps the hub out")
-    unreachable = hub_unreachable()
-    if unreachable:
-        raise model_not_found(model, kind, f"{missing}, and {unreachable}")
+    _hub_allowed(model, kind, offline)
     try:
         return loader.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as exc:
-        raise model_not_found(model, kind, f"{missing}, and the hub does not give it ({_first_line(exc)})"
-                              ) from None
+        raise model_not_found(model, kind, "it is not a local folder and not in the Hugging Face cache, and "
+                              f"the hub does not give it ({_first_line(exc)})") from None

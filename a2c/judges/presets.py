@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from a2c import components
 from a2c.components import ComponentSpec
@@ -29,7 +29,6 @@ from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
 from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions
 from a2c.llm.base import Generator
-from a2c.registry import Registry
 from a2c.resources import shipped_or_path
 
 PRESETS_PACKAGE = "a2c.resources.judges"
@@ -76,14 +75,8 @@ class JudgeSpec(ComponentSpec):
     0.8}`); the options are checked by the judge's own `Options` model."""
 
     kind = "judge"
-
-    @classmethod
-    def registry(cls) -> Registry[Any]:
-        return JUDGES
-
-    @classmethod
-    def options_model(cls, name: str) -> type[BaseModel]:
-        return JUDGES.get(name).Options
+    registry_at = "a2c.judges.base:JUDGES"
+    options_attr = "Options"
 
     def build(self, generator: Generator | None = None) -> Judge:
         """The judge; one that asks a generator gets `generator` unless its options name one."""

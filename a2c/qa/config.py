@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
     Field,
     FiniteFloat,
     ValidationInfo,
@@ -25,7 +24,6 @@ from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
 from a2c.qa.rows import DEFAULT_IDK_TEXT
-from a2c.registry import Registry
 
 
 class DatasetConfig(StrictModel):
@@ -134,19 +132,8 @@ class SimilarityConfig(ComponentSpec):
     config and the stage keys of a plain list stay as they were."""
 
     kind = "similarity"
+    registry_at = "a2c.qa.scoring:SIMILARITIES"
     bare_when_plain = True
-
-    @classmethod
-    def registry(cls) -> Registry[Any]:
-        from a2c.qa.scoring import SIMILARITIES
-
-        return SIMILARITIES
-
-    @classmethod
-    def options_model(cls, name: str) -> type[BaseModel]:
-        from a2c.qa.scoring import SIMILARITIES
-
-        return SIMILARITIES.get(name).options
 
 
 class AccuracyConfig(StrictModel):
@@ -177,19 +164,8 @@ class SelectionConfig(ComponentSpec):
     (`a2c.qa.selection.SELECTION_METHODS`)."""
 
     kind = "selection method"
+    registry_at = "a2c.qa.selection:SELECTION_METHODS"
     bare_when_plain = True
-
-    @classmethod
-    def registry(cls) -> Registry[Any]:
-        from a2c.qa.selection import SELECTION_METHODS
-
-        return SELECTION_METHODS
-
-    @classmethod
-    def options_model(cls, name: str) -> type[BaseModel]:
-        from a2c.qa.selection import SELECTION_METHODS
-
-        return SELECTION_METHODS.get(name).options
 
 
 class A2CConfig(StrictModel):

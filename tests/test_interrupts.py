@@ -76,7 +76,7 @@ def test_ctrl_c_on_probe_caches_what_completes_and_exits_130(server, tmp_path):
 
     assert proc.returncode == 130, stderr
     *before, last = stderr.splitlines()
-    assert before == ["[1/3] variation: started"] and last.startswith("a2c: interrupted")  # no traceback
+    assert before == ["[1/4] variation: started"] and last.startswith("a2c: interrupted")  # no traceback
     # the hung request is not waited for beyond the 3 s grace (measured: 4 s to exit, 1 s of it Python's
     # own teardown, on 2 busy cores); before, queued requests and retries held the exit for 61-80 s
     assert elapsed < 12.0
@@ -100,12 +100,14 @@ def test_sigterm_is_a_first_ctrl_c_and_exits_143(server, tmp_path):
     # as in the Ctrl-C test: two answered at once, one 1.5 s late (inside the 3 s grace), one hangs
     server.reset(delays=[0.0, 0.0, 1.5, HANG])
     proc = _start(["-m", "a2c", "probe", "What colour is the sky?", "--base-url", server.url, "--model", "x",
-                   "--judge", "exact"], tmp_path)
+                   "--judge", "exact", "--no-progress"], tmp_path)
     server.wait_for(lambda: len(server.answered) == 2 and len(server.arrived) == 4)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 143, stderr
-    assert stderr.splitlines() == ["a2c: terminated (SIGTERM)"]  # one line, no traceback
+    # probe's stage lines, then one line for the signal, no traceback
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines == ["[1/4] variation: started", "a2c: terminated (SIGTERM)"], stderr
     assert len(server.answered) == 3 and _cached(tmp_path / ".a2c-cache" / "cache.sqlite") == 3
 
 

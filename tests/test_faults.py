@@ -190,6 +190,6 @@ def test_a_judge_model_that_is_nowhere_fails_before_any_stage(tmp_path, tiny_nli
     missing = r"cannot load judge model 'nobody/no-such-nli-model': .*HF_HUB_OFFLINE"
     with pytest.raises(A2CError, match=missing):
         check_models(parse_config(config.read_text()))
-    local = parse_config(f"name: x\njudges: [{{name: entail, model: '{tiny_nli_dir}'}}]\n"
+    local = parse_config(f"name: x\njudges: [{{name: entail, model: '{tiny_nli_dir}'}}, ner, embedding]\n"
                          "accuracy: {similarities: [rouge1, embedding]}\n")
-    check_models(local)  # a local folder and the embedded MiniLM are there
+    check_models(local)  # a local folder, the embedded MiniLM and spaCy's NER package are there

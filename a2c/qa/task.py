@@ -7,6 +7,7 @@ from typing import Any
 
 from a2c.data import QARecord, load_records
 from a2c.hub import check_available
+from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
 from a2c.judges.presets import validate_options
 from a2c.llm.embedded import encoder_location
@@ -38,10 +39,8 @@ def check_models(config: ExperimentConfig) -> None:
     """Every judge and accuracy-similarity model of the config is on disk or downloadable (`a2c.hub`)."""
     for spec in config.judges:
         options = validate_options(spec.name, spec.options)
-        model = getattr(options, "model", None)
-        if isinstance(model, str):
-            offline = bool(getattr(options, "offline", False))
-            check_available(model, encoder_location(model), "judge", offline=offline)
+        if isinstance(options, ModelOptions):  # a transformers model (NER's spaCy package is no hub model)
+            check_available(options.model, encoder_location(options.model), "judge", offline=options.offline)
     for similarity in config.accuracy.similarities:
         model = getattr(similarity_options(similarity.name, similarity.options), "model",
                         DEFAULT_EMBEDDING_MODEL if similarity.name == "embedding" else None)

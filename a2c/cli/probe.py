@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from a2c.cli.argtypes import finite_number, whole_number
 from a2c.errors import A2CError
 from a2c.wording import plural
 
@@ -64,12 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--selection", action="append", default=[], metavar="NAME",
                         help="also pick one answer per source with this selection method: a2c, usc, medoid "
                         "(under --judge), majority_cluster (repeatable)")
-    parser.add_argument("--temperatures", type=_number(0.0, inclusive=True), nargs="+",
+    parser.add_argument("--temperatures", type=finite_number(0.0, inclusive=True), nargs="+",
                         help="sampling temperatures (finite, >= 0; default: the config's, else 0.25 0.5 "
                         "0.75 1.0)")
-    parser.add_argument("--timeout", type=_number(0.0, inclusive=False),
+    parser.add_argument("--timeout", type=finite_number(0.0, inclusive=False),
                         help="seconds per HTTP request attempt (openai backend; default 120)")
-    parser.add_argument("--retries", type=_retries, metavar="N",
+    parser.add_argument("--retries", type=whole_number(0), metavar="N",
                         help="retries after the first attempt on 429/5xx/connection errors/timeouts "
                         "(openai backend; default 5)")
     parser.add_argument("--seed", type=int,
@@ -103,28 +103,6 @@ def _generator_config(args: argparse.Namespace) -> GeneratorConfig:
         raise ProbeInputError("; ".join(f"{'.'.join(map(str, e['loc']))}: "
                                         f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
                               ) from None
-
-
-def _retries(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
-    return int(text)
-
-
-def _number(low: float, *, inclusive: bool) -> Callable[[str], float]:
-    """An argparse type for a finite float above `low` (or at it): a bad value is a usage error, never a
-    NaN reaching a request."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value) or value < low or (value == low and not inclusive):
-            bound = ">=" if inclusive else ">"
-            raise argparse.ArgumentTypeError(f"must be a finite number {bound} {low:g}, got {text!r}")
-        return value
-
-    return parse
 
 
 def _matrix_text(matrix: object, labels: list[str]) -> str:

@@ -18,17 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from a2c.cli.probe import _number, _retries
+from a2c.cli.argtypes import finite_number, whole_number
 from a2c.errors import A2CError
 
 API_KEY_ENV = "A2C_SERVE_API_KEY"
 UPSTREAM_KEY_FROM_FILE = "A2C_SERVE_UPSTREAM_KEY"  # where a key read from --upstream-key-file is kept
-
-
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return int(text)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,12 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="environment variable holding the upstream's API key (default OPENAI_API_KEY)")
     model.add_argument("--upstream-key-file", type=Path, metavar="PATH",
                        help="file holding the upstream's API key (instead of --upstream-key-env)")
-    model.add_argument("--timeout", type=_number(0.0, inclusive=False), metavar="SECONDS",
+    model.add_argument("--timeout", type=finite_number(0.0, inclusive=False), metavar="SECONDS",
                        help="seconds per upstream HTTP attempt (default 120)")
-    model.add_argument("--retries", type=_retries, metavar="N",
+    model.add_argument("--retries", type=whole_number(0), metavar="N",
                        help="retries of an upstream request after 429/5xx/connection errors/timeouts "
                        "(default 5, with exponential backoff)")
-    model.add_argument("--concurrency", type=_positive_int, metavar="N",
+    model.add_argument("--concurrency", type=whole_number(1), metavar="N",
                        help="upstream requests in flight over all upstreams (default 8)")
     model.add_argument("--cache", type=Path, metavar="PATH",
                        help="SQLite request cache: a repeated prompt with the same seed is served from it "
@@ -75,17 +69,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     server.add_argument("--api-key", metavar="KEY",
                         help=f"clients must send this bearer token (default: ${API_KEY_ENV}; "
                         "none: no auth). Prefer the environment variable: flags show in `ps`")
-    server.add_argument("--batch-window", type=_number(0.0, inclusive=True), metavar="SECONDS",
+    server.add_argument("--batch-window", type=finite_number(0.0, inclusive=True), metavar="SECONDS",
                         help="how long the first waiting request waits for others to share its batched "
                         "pass (default 0.05)")
-    server.add_argument("--max-batch", type=_positive_int, metavar="N",
+    server.add_argument("--max-batch", type=whole_number(1), metavar="N",
                         help="questions per batched pass; a full batch starts at once (default 64)")
-    server.add_argument("--max-pending", type=_positive_int, metavar="N",
+    server.add_argument("--max-pending", type=whole_number(1), metavar="N",
                         help="requests queued or being answered; more get 429 with Retry-After "
                         "(default 256)")
-    server.add_argument("--deadline", type=_number(0.0, inclusive=False), metavar="SECONDS",
+    server.add_argument("--deadline", type=finite_number(0.0, inclusive=False), metavar="SECONDS",
                         help="per request, queue included; later: 504 saying what was done (default 600)")
-    server.add_argument("--max-body", type=_positive_int, metavar="BYTES",
+    server.add_argument("--max-body", type=whole_number(1), metavar="BYTES",
                         help="largest request body; larger: 413 (default 1048576)")
     server.add_argument("--log-requests", action="store_true", default=None,
                         help="put each request's question in its access-log line (default: method, path, "

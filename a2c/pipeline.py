@@ -226,10 +226,8 @@ def report_run(run_dir: Path, *, rescore: bool = True, human_labels: Path | None
         report = task.stages[-1]
         ctx = task.make_context(config, folder, progress=progress)
         built_on = task.stages[:task.stages.index(task.rescore[0] if rescore else report)]
-        repair = f"a2c run {config_file} --output {run_dir}"
-        if not rescore:
-            repair += f"` (or `a2c report {run_dir}` when only the metrics are out of date"
-        _check_current(ctx, built_on, repair)
+        also = "" if rescore else f" (or `a2c report {run_dir}` when only the metrics are out of date)"
+        _check_current(ctx, built_on, f"`a2c run {config_file} --output {run_dir}`{also}")
         if rescore:
             for stage in task.rescore:
                 run_stage(ctx, stage, decide(ctx, stage))
@@ -247,7 +245,8 @@ def rescore_run(run_dir: Path, *, progress: bool = False) -> TaskSpec[Any]:
 
 def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: str) -> None:
     """RunFolderError unless every enabled stage is finished and current: its marker's key matches the
-    config and inputs now, and its outputs are there as it wrote them."""
+    config and inputs now, and its outputs are there as it wrote them. `repair` is the command (in
+    backticks) that makes them again."""
     unfinished = [s.name for s in stages if s.enabled(ctx.config) and not ctx.store.exists(s.marker)]
     if unfinished:
         raise RunFolderError(f"{ctx.store.where('')}: the run has not finished (stages not done: "
@@ -258,7 +257,7 @@ def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: s
         listed = "; ".join(f"{name}: {why}" for name, why in stale[:3])
         more = f" (and {len(stale) - 3} more)" if len(stale) > 3 else ""
         raise RunFolderError(f"{ctx.store.where('')}: stage outputs are stale or changed — {listed}{more}",
-                             hint=f"`{repair}` makes them again (the request cache serves every model call "
+                             hint=f"{repair} makes them again (the request cache serves every model call "
                              "made before)")
 
 

@@ -56,12 +56,18 @@ def test_sigkill_of_the_parent_takes_its_spawned_tree_down(tmp_path):
         pids = json.loads(parent.stdout.readline())
         started = {name: psutil.Process(pid) for name, pid in pids.items()}
         assert all(p.is_running() for p in started.values())
+        deadline = time.monotonic() + 10  # the watch polls: let it record the tree before the kill
+        while not set(watch.seen) >= set(pids.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(watch.seen) >= set(pids.values())
         parent.send_signal(signal.SIGKILL)  # nothing of a2c's runs after this
         parent.wait(30)
         watch.stop()
         left = watch.wait_gone(30)
         assert not left, f"left running: {[(p.pid, p.name()) for p in left]}"
-        assert set(watch.seen) >= set(pids.values())  # the watch saw the tree it now finds gone
+        running = [name for name, p in started.items()
+                   if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not running
     finally:
         if parent.poll() is None:
             parent.kill()

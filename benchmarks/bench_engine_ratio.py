@@ -1,0 +1,121 @@
+"""a2c's pipeline against the engine alone: what orchestration costs over the model calls it makes.
+
+Run: `.venv-vllm/bin/python benchmarks/bench_engine_ratio.py [--config experiments/truthfulqa-a2c.yaml]
+[--limit 64]` from the repository root (a config on the in-process vllm backend). It runs the config's first
+`--limit` questions into a temporary run folder with a fresh request cache, recording every request the
+stages hand the engine (prompt, sampling settings, max tokens); then it empties the engine's prefix cache and
+replays exactly those requests through the same engine in one `LLM.generate` call. Both halves run back to
+back in one process on one loaded engine, so they see the same machine. It prints the pipeline's seconds
+(model load excluded), the time its stages spent inside the engine, the replay's seconds, prompt and
+generated tokens per second for each, and the ratio pipeline / replay (target 1.05). The replay is a lower
+bound no staged pipeline can reach exactly: stage k+1's prompts need stage k's answers, so the engine's
+batches in the pipeline are smaller. `--json FILE` also writes the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Half:
+    seconds: float
+    prompt_tokens: int
+    generated_tokens: int
+
+    def rates(self) -> str:
+        return (f"{self.prompt_tokens / self.seconds:,.0f} prompt tok/s, "
+                f"{self.generated_tokens / self.seconds:,.1f} generated tok/s")
+
+
+def _tokens(outputs: list[Any]) -> tuple[int, int]:
+    prompt = sum(len(out.prompt_token_ids or ()) for out in outputs)
+    generated = sum(len(sample.token_ids) for out in outputs for sample in out.outputs)
+    return prompt, generated
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=Path("experiments/truthfulqa-a2c.yaml"))
+    parser.add_argument("--limit", type=int, default=64, help="questions to run (default 64)")
+    parser.add_argument("--target", type=float, default=1.05, help="ratio to reach (default 1.05)")
+    parser.add_argument("--json", type=Path, help="also write the numbers to this file")
+    args = parser.parse_args()
+
+    import vllm
+
+    from a2c.llm import build_generator
+    from a2c.pipeline import run_experiment
+    from a2c.tasks import load_config
+
+    config = load_config(args.config)
+    if config.generator.backend != "vllm":
+        parser.error(f"{args.config}: generator.backend is {config.generator.backend!r}; the ratio is "
+                     "measured against the in-process vllm engine")
+    recorded: list[tuple[list[Any], list[Any]]] = []
+    inside = {"seconds": 0.0, "prompt": 0, "generated": 0}
+    generate = vllm.LLM.generate
+
+    def recording(self: Any, prompts: Any, params: Any = None, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        outputs = generate(self, prompts, params, **kwargs)
+        inside["seconds"] += time.perf_counter() - started
+        prompt, generated = _tokens(outputs)
+        inside["prompt"] += prompt
+        inside["generated"] += generated
+        recorded.append((list(prompts), list(params)))
+        return outputs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        generator = config.generator.model_copy(update={"cache": Path(tmp) / "cache.sqlite"})
+        config = config.model_copy(update={"limit": args.limit, "generator": generator,
+                                           "output": str(Path(tmp) / "run")})
+        started = time.perf_counter()
+        backend = build_generator(config.generator)  # the engine is loaded once, outside both halves
+        load = time.perf_counter() - started
+        llm = backend.impl.llm
+        vllm.LLM.generate = recording
+        try:
+            result = run_experiment(config, progress=False)
+        finally:
+            vllm.LLM.generate = generate
+        pipeline = Half(result.seconds, inside["prompt"], inside["generated"])
+
+        prompts = [p for batch, _ in recorded for p in batch]
+        params = [p for _, batch in recorded for p in batch]
+        llm.reset_prefix_cache()  # the replay must not reuse what the pipeline left in the cache
+        started = time.perf_counter()
+        outputs = llm.generate(prompts, params, use_tqdm=False)
+        replay = Half(time.perf_counter() - started, *_tokens(outputs))
+
+    ratio = pipeline.seconds / replay.seconds
+    print(f"config {args.config}, {args.limit} questions, model load {load:.0f} s, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"requests: {len(prompts):,} in {len(recorded)} generate calls "
+          f"({sum(p.n for p in params):,} samples)")
+    print(f"pipeline: {pipeline.seconds:,.1f} s ({inside['seconds']:,.1f} s inside the engine); "
+          f"{pipeline.rates()}")
+    print(f"engine replay, one call: {replay.seconds:,.1f} s; {replay.rates()}")
+    print(f"ratio pipeline / engine: {ratio:.3f} (target {args.target:.2f})")
+    stages = {name: round(s.seconds, 1) for name, s in result.stages.items() if not s.skipped}
+    print("per stage: " + ", ".join(f"{name} {seconds:,.1f} s" for name, seconds in stages.items()))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "config": str(args.config), "limit": args.limit, "load_seconds": load, "ratio": ratio,
+            "requests": len(prompts), "generate_calls": len(recorded),
+            "pipeline": asdict(pipeline), "pipeline_inside_engine_seconds": inside["seconds"],
+            "replay": asdict(replay), "stage_seconds": stages,
+            "loadavg": os.getloadavg()}, indent=2) + "\n")
+    return 0 if ratio <= args.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

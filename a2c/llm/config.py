@@ -55,6 +55,10 @@ class GeneratorConfig(BaseModel):
     # blocks, so vLLM-CPU's default of 128 recomputes ~64 shared few-shot tokens per prompt; 32 made our
     # paraphrase prompts 2.5x faster on 2 cores
     vllm_block_size: int = Field(32, ge=16, multiple_of=16)
+    # how the vllm backend takes a sampled request's nucleus: `prefilter` selects each row's 64 most likely
+    # tokens and sorts the vocabulary only when they hold less than p (a2c.llm.nucleus; the same kept set),
+    # `vllm` is vLLM's own sampler, which sorts the whole vocabulary at every step
+    vllm_top_p: Literal["prefilter", "vllm"] = "prefilter"
 
     @field_validator("base_urls", mode="before")
     @classmethod

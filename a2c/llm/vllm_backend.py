@@ -41,6 +41,7 @@ from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import EMBEDDED_GENERATORS
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
+from a2c.llm.top_p import sampling_args
 from a2c.reaper import reaper
 
 
@@ -123,7 +124,7 @@ def _ctrl_c_held() -> Iterator[threading.Event]:
 
 @lru_cache(maxsize=2)
 def load_engine(path: str, seed: int, max_model_len: int, kv_cache_gb: int, block_size: int,
-                device: str) -> Any:
+                device: str, top_p: str = "vllm") -> Any:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gb))
     if device == "cpu":
         _use_every_core()
@@ -132,6 +133,8 @@ def load_engine(path: str, seed: int, max_model_len: int, kv_cache_gb: int, bloc
     except ImportError:
         raise A2CError("the vllm backend needs the optional extra: pip install 'a2c[vllm]'") from None
     kwargs: dict[str, Any] = {"enforce_eager": True} if device == "cpu" else {}
+    if top_p == "prefilter":
+        kwargs["logits_processors"] = [f"{NUCLEUS_MODULE}:NucleusPrefilter"]
     watchdog = reaper()  # the engine processes die with a2c, even a SIGKILLed one
     with _ctrl_c_held() as interrupted:
         llm = LLM(model=path, seed=seed, max_model_len=max_model_len, enable_prefix_caching=True,
@@ -162,7 +165,9 @@ class VLLMBackend:
         self.model = config.model
         self.batch_size = config.batch_size
         self.llm = load_engine(vllm_model_path(config.model), config.seed, config.max_model_len,
-                               config.vllm_kv_cache_gb, config.vllm_block_size, config.device)
+                               config.vllm_kv_cache_gb, config.vllm_block_size, config.device,
+                               config.vllm_top_p)
+        self.prefilter = config.vllm_top_p == "prefilter"
         self.tokenizer = self.llm.get_tokenizer()
         self.guard = ContextGuard(config.model, config.max_model_len, config.context_policy,
                                   reply_in_context=True)
@@ -196,8 +201,9 @@ class VLLMBackend:
             inputs.append({"prompt_token_ids": fitted} if cut[-1] else text)
         for start in range(0, len(items), self.batch_size):
             chunk, prompts = items[start:start + self.batch_size], inputs[start:start + self.batch_size]
-            params = [SamplingParams(n=len(members), temperature=key[1], top_p=key[2], max_tokens=key[3],
-                                     stop=list(key[4]) or None, logprobs=key[5])
+            params = [SamplingParams(n=len(members), temperature=key[1], max_tokens=key[3],
+                                     stop=list(key[4]) or None, logprobs=key[5],
+                                     **_top_p_args(key[2], key[1], self.prefilter))
                       for key, members in chunk]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
             done: list[tuple[int, SampleResult]] = []
@@ -208,6 +214,15 @@ class VLLMBackend:
                     done.append((j, SampleResult(completion, len(out.prompt_token_ids or ()),
                                                  self.guard.limit if was_cut else None)))
             emit(done)
+
+
+NUCLEUS_MODULE = "a2c.llm.vllm_nucleus"
+
+
+def _top_p_args(top_p: float, temperature: float, prefilter: bool) -> dict[str, Any]:
+    if not prefilter:
+        return {"top_p": top_p}
+    return sampling_args(top_p, temperature)
 
 
 def _logprobs(raw: Any) -> list[dict[str, float]] | None:

@@ -1,0 +1,49 @@
+"""Exact top-p (nucleus) masks without sorting the vocabulary.
+
+vLLM's CPU sampler finds a nucleus by sorting all ~49k logits of every sampled row at every step; for a
+135M-parameter model that sort is a large share of the time per generated token. The nucleus of a peaked
+distribution lies among its most likely few tokens, so `nucleus_mask` takes the `k` largest probabilities
+(a partial selection, no full sort), and when their mass reaches p the nucleus is among them; otherwise the
+row falls back to the full sort. The kept set is vLLM's rule: a token is kept when the mass of the tokens
+more likely than it is below p (and the most likely one always). `a2c.llm.vllm_nucleus` applies it inside
+vLLM's engine; torch only here, so the rule is tested without vLLM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+TOP_P_ARG = "a2c_top_p"  # where a request carries its p for the engine's processor
+PREFILTER_K = 64  # tokens selected per row; a row whose nucleus is wider falls back to the full sort
+
+
+def nucleus_mask(probs: torch.Tensor, top_p: torch.Tensor, k: int = PREFILTER_K) -> torch.Tensor:
+    """Which tokens each row's nucleus keeps (rows of probabilities, one p per row): a token is kept when
+    the mass of the tokens ranked above it is below p. Rows whose k most likely tokens hold at least p are
+    decided from those k alone; the others are sorted whole."""
+    k = min(k, probs.shape[-1])
+    values, indices = probs.topk(k, dim=-1)  # descending
+    running = values.cumsum(dim=-1)
+    above = running - values  # mass ranked above each of the k
+    decided = running[:, -1] >= top_p
+    keep = torch.zeros_like(probs, dtype=torch.bool)
+    kept_top = above < top_p.unsqueeze(-1)
+    kept_top[:, 0] = True
+    keep.scatter_(-1, indices, kept_top)
+    wide = (~decided).nonzero().flatten()
+    if len(wide):
+        ordered, order = probs[wide].sort(dim=-1, descending=True)
+        kept = (ordered.cumsum(dim=-1) - ordered) < top_p[wide].unsqueeze(-1)
+        kept[:, 0] = True
+        keep[wide] = torch.zeros_like(kept).scatter_(-1, order, kept)
+    return keep
+
+
+def sampling_args(top_p: float, temperature: float) -> dict[str, Any]:
+    """The `SamplingParams` fields for a request under the prefilter: vLLM's own top-p is switched off and
+    the processor takes p; a greedy request keeps vLLM's path (no nucleus to take)."""
+    if temperature <= 0 or top_p >= 1.0:
+        return {"top_p": top_p}
+    return {"top_p": 1.0, "extra_args": {TOP_P_ARG: top_p}}

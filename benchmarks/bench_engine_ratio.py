@@ -30,16 +30,18 @@ class Half:
     seconds: float
     prompt_tokens: int
     generated_tokens: int
+    cached_prompt_tokens: int  # prompt tokens the engine read from its prefix cache
 
     def rates(self) -> str:
-        return (f"{self.prompt_tokens / self.seconds:,.0f} prompt tok/s, "
+        return (f"{self.prompt_tokens / self.seconds:,.0f} prompt tok/s "
+                f"({self.cached_prompt_tokens / max(self.prompt_tokens, 1):.0%} from the prefix cache), "
                 f"{self.generated_tokens / self.seconds:,.1f} generated tok/s")
 
 
-def _tokens(outputs: list[Any]) -> tuple[int, int]:
+def _tokens(outputs: list[Any]) -> tuple[int, int, int]:
     prompt = sum(len(out.prompt_token_ids or ()) for out in outputs)
     generated = sum(len(sample.token_ids) for out in outputs for sample in out.outputs)
-    return prompt, generated
+    return prompt, generated, sum(out.num_cached_tokens or 0 for out in outputs)
 
 
 def main() -> int:
@@ -61,16 +63,17 @@ def main() -> int:
         parser.error(f"{args.config}: generator.backend is {config.generator.backend!r}; the ratio is "
                      "measured against the in-process vllm engine")
     recorded: list[tuple[list[Any], list[Any]]] = []
-    inside = {"seconds": 0.0, "prompt": 0, "generated": 0}
+    inside = {"seconds": 0.0, "prompt": 0, "generated": 0, "cached": 0}
     generate = vllm.LLM.generate
 
     def recording(self: Any, prompts: Any, params: Any = None, **kwargs: Any) -> Any:
         started = time.perf_counter()
         outputs = generate(self, prompts, params, **kwargs)
         inside["seconds"] += time.perf_counter() - started
-        prompt, generated = _tokens(outputs)
+        prompt, generated, cached = _tokens(outputs)
         inside["prompt"] += prompt
         inside["generated"] += generated
+        inside["cached"] += cached
         recorded.append((list(prompts), list(params)))
         return outputs
 
@@ -87,7 +90,7 @@ def main() -> int:
             result = run_experiment(config, progress=False)
         finally:
             vllm.LLM.generate = generate
-        pipeline = Half(result.seconds, inside["prompt"], inside["generated"])
+        pipeline = Half(result.seconds, *(int(inside[name]) for name in ("prompt", "generated", "cached")))
 
         prompts = [p for batch, _ in recorded for p in batch]
         params = [p for _, batch in recorded for p in batch]

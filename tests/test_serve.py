@@ -6,16 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -42,6 +38,7 @@ from a2c.serve.errors import APIError, mask_secrets
 from a2c.serve.schema import ChatRequest, chat_question, ignored_fields, parse_request, selected_text
 from a2c.serve.usage import attribute
 from tests.conftest import LlamaServer, free_port
+from tests.serve_process import CLIENT_KEY, SMALL, ServeProcess
 
 SCRIPTED = {"backend": "scripted", "model": "scripted"}
 # two techniques, two temperatures: 4 candidates, 4 rank prompts per question
@@ -440,50 +437,6 @@ def test_every_serve_flag_is_explained(capsys):
 # -- real processes: a2c serve in front of llama.cpp, called with the openai client -------------------------
 
 UPSTREAM_KEY = "upkey-7f3a9c2e51"  # not key-like by its looks: only the exact masking can hide it
-CLIENT_KEY = "client-key-0a1b"
-SMALL = {"variation": {"techniques": ["synonyms"], "temperatures": [0.5], "paraphrase_max_tokens": 24,
-                       "long_max_tokens": 12, "short_max_tokens": 6},
-         "judges": ["rouge1"], "a2c": {"max_tokens": 3}}
-
-
-class ServeProcess:
-    """`python -m a2c serve` on a free 127.0.0.1 port, its output in a log file."""
-
-    def __init__(self, folder: Path, name: str, *args: str, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = folder / f"{name}.log"
-        keys = {"OPENAI_API_KEY", "A2C_SERVE_API_KEY"}
-        environment = {k: v for k, v in os.environ.items() if k not in keys} | (env or {})
-        command = [sys.executable, "-m", "a2c", "serve", "--port", str(self.port), *args]
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
-
-    def wait_healthy(self, timeout: float = 180.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"a2c serve exited with {self.proc.returncode}: {self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"a2c serve did not answer within {timeout:.0f} s: {self.log.read_text()}")
-
-    def client(self, key: str = CLIENT_KEY):
-        from openai import OpenAI
-
-        return OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=600)
-
-    def pending(self) -> int:
-        return httpx.get(f"{self.url}/health", timeout=10).json()["pending"]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
 
 
 class EchoingUpstream(BaseHTTPRequestHandler):

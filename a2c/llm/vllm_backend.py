@@ -8,7 +8,10 @@ Prefix caching is on, with 32-token blocks (`vllm_block_size`): all prompts of a
 few-shot prefix, and on a CPU a prompt token costs about as much as a generated one. A fourth makes it
 fast on a small box: by default the CPU worker keeps one core for vLLM's front end and pins itself to
 the rest, which on 2 cores halves the speed of an offline batch whose front end sits idle (measured: 157 → 284
-generated tokens/s), so unless the environment says otherwise the worker gets every allowed core.
+generated tokens/s), so unless the environment says otherwise the worker gets every allowed core. A fifth:
+vLLM's CPU sampler sorts the whole vocabulary at every step to find a nucleus; a sampled request's top-p is
+taken by `a2c.llm.vllm_nucleus` instead (`vllm_top_p: prefilter`), which sorts only when the 64 most
+likely tokens hold less than p (a third off the paper-protocol slice).
 Prompts longer than `max_model_len` less the reply would fail the engine's whole batch: they are cut or
 refused before it runs (`a2c.llm.context`).
 

@@ -16,11 +16,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="QA run folders of `a2c run`")
     parser.add_argument("-o", "--output", type=Path, default=Path("compare"),
                         help="folder for compare.md, compare.csv, compare.png (default: compare/)")
+    add_comparison_options(parser)
+    parser.set_defaults(handler=_compare)
+
+
+def add_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """How runs are compared (`a2c compare`, and `a2c view` of several runs): their labels and whether
+    runs of different question sets are compared on the questions they share."""
     parser.add_argument("--label", action="append", metavar="L",
-                        help="name of a run (once per run, in order; default: its model)")
+                        help="name of a run in the comparison (once per run, in order; default: its model)")
     parser.add_argument("--intersect", action="store_true",
                         help="compare runs of different question sets on the questions they share")
-    parser.set_defaults(handler=_compare)
 
 
 def _compare(args: argparse.Namespace) -> int:

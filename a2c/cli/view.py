@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from a2c.cli.compare import add_comparison_options
+
 DEFAULT_MANY = Path("a2c-view.html")  # where the view of several runs goes unless -o names a file
 
 
@@ -20,10 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"the HTML file (default: RUN_DIR/report.html for one run, {DEFAULT_MANY} for "
                         "several)")
     parser.add_argument("--open", action="store_true", help="open it in the default browser")
-    parser.add_argument("--label", action="append", metavar="L",
-                        help="name of a run in the comparison (once per run, in order; default: its model)")
-    parser.add_argument("--intersect", action="store_true",
-                        help="compare runs of different question sets on the questions they share")
+    add_comparison_options(parser)
     parser.set_defaults(handler=_view)
 
 

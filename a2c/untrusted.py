@@ -74,7 +74,8 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 # characters that render as nothing or as plain space: a question made only of these is empty
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
-_INVISIBLE_EXTRA = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})  # Hangul fillers, braille blank
+# Hangul fillers and the blank braille pattern: letters by category, blank on screen
+_INVISIBLE_EXTRA = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})
 
 
 def is_blank(text: str) -> bool:

@@ -43,9 +43,10 @@ def test_not_blank(text: str) -> None:
     assert not is_blank(text)
 
 
-@pytest.mark.parametrize(("cell", "shown"), [("=HYPERLINK(x)", "'=HYPERLINK(x)"), ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"),
-                                            ("@SUM(1)", "'@SUM(1)"), ("+1", "'+1"), ("-2", "'-2"), ("\tx", "'\tx"),
-                                            ("Paris", "Paris"), (0.5, 0.5), (-1, -1)])
+@pytest.mark.parametrize(("cell", "shown"), [
+    ("=HYPERLINK(x)", "'=HYPERLINK(x)"), ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"),
+    ("@SUM(1)", "'@SUM(1)"), ("+1", "'+1"), ("-2", "'-2"), ("\tx", "'\tx"), ("\rx", "'\rx"),
+    ("Paris", "Paris"), (0.5, 0.5), (-1, -1)])
 def test_spreadsheet_cell(cell: object, shown: object) -> None:
     assert spreadsheet_cell(cell) == shown
 

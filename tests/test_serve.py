@@ -31,10 +31,10 @@ from a2c.serve.config import (
     SettingsError,
     answer_settings,
     build_serve_config,
-    override,
     read_serve_file,
 )
 from a2c.serve.errors import APIError, mask_secrets
+from a2c.serve.per_request import override
 from a2c.serve.schema import ChatRequest, chat_question, ignored_fields, parse_request, selected_text
 from a2c.serve.usage import attribute
 from tests.conftest import LlamaServer, free_port
@@ -425,7 +425,7 @@ def test_every_serve_flag_is_explained(capsys):
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
     flags = [a for a in serve._actions if a.option_strings and a.dest not in {"help", "debug"}]
-    assert len(flags) == 19
+    assert len(flags) == 23
     assert all(len(a.help or "") > 20 for a in flags), [a.dest for a in flags if len(a.help or "") <= 20]
     with pytest.raises(SystemExit):
         main(["serve", "--help"])

@@ -33,8 +33,9 @@ from a2c.serve.config import (
     build_serve_config,
     read_serve_file,
 )
+from a2c.serve.engine import wrapper
 from a2c.serve.errors import APIError, mask_secrets
-from a2c.serve.per_request import override
+from a2c.serve.per_request import check_limits, model_calls, override
 from a2c.serve.schema import ChatRequest, chat_question, ignored_fields, parse_request, selected_text
 from a2c.serve.usage import attribute
 from tests.conftest import LlamaServer, free_port
@@ -90,6 +91,46 @@ def test_overriding_temperatures_and_seed_changes_nothing_else(temperatures, see
     assert merged.variation.model_dump(exclude={"temperatures"}) == \
         defaults.variation.model_dump(exclude={"temperatures"})
     assert merged.judges == defaults.judges and merged.a2c == defaults.a2c
+
+
+def test_a_request_names_judges_of_the_server_and_gives_no_options_or_paths():
+    defaults = answer_settings({"judges": ["exact", {"name": "rouge1", "threshold": 0.4}]}, "")
+    merged = override(defaults, {"judges": ["rouge1"], "entropy_judge": "rouge1"})
+    assert merged.judges == [defaults.judges[1]] and merged.judges[0].options == {"threshold": 0.4}
+    generator = {"backend": "openai", "model": "m", "base_urls": ["http://127.0.0.1:9/v1"]}
+    technique = {"name": "x", "instruction": "i", "example_question": "q", "example_paraphrase": "p"}
+    for hostile, param in [
+        ({"judges": [{"name": "rouge1", "threshold": 0.9}]}, "a2c.judges.0.threshold"),
+        ({"judges": ["exact", {"name": "llm", "generator": generator}]}, "a2c.judges.1.generator"),
+        ({"judges": ["llm"]}, "a2c.judges.0.name"),
+        ({"variation": {"techniques": [{**technique, "template": "t.yaml"}]}},
+         "a2c.variation.techniques.0.template"),
+        ({"a2c": {"cache": "x.sqlite"}}, "a2c.a2c.cache"),
+        ({"seed": True}, "a2c.seed"),
+        ({"a2c": {"enabled": "yes"}}, "a2c.a2c.enabled"),
+    ]:
+        with pytest.raises(SettingsError) as caught:
+            override(defaults, hostile)
+        assert caught.value.param == param and str(caught.value).startswith(param)
+    assert override(defaults, {"variation": {"techniques": [technique]}}).variation.techniques[0].name == "x"
+
+
+@pytest.mark.filterwarnings("ignore::a2c.judges.llm.UnparsedReplyWarning")
+@pytest.mark.parametrize("given", [
+    {"variation": {"techniques": ["synonyms"], "temperatures": [0.5]}},
+    {"variation": {"techniques": ["synonyms", "word forms"], "temperatures": [0.2, 0.8], "samples": 3}},
+    {"variation": {"temperatures": [0.5], "samples": 2}, "a2c": {"max_tokens": 2}},
+    {"variation": {"techniques": ["synonyms"], "temperatures": [0.2, 0.8]}, "judges": ["llm"]},
+])
+def test_the_calls_counted_before_a_request_bound_what_it_costs(given):
+    settings = answer_settings({"judges": ["exact"], **given}, "")
+    generator = scripted()  # one instance per process: count what this answer adds
+    before = generator.stats.generated
+    wrapper(generator, settings).answer_many([f"{QUESTIONS[0]} {given}"], judges=settings.judges)
+    assert 0 < generator.stats.generated - before <= model_calls(settings)
+    server = build_serve_config({}, SCRIPTED, {"max_calls_per_request": model_calls(settings) - 1}).server
+    with pytest.raises(SettingsError, match=r"server\.max_calls_per_request"):
+        check_limits(settings, server)
 
 
 def test_serve_file_sections_are_checked(tmp_path):
@@ -421,6 +462,16 @@ def test_serve_without_a_model_is_a_one_line_error(capsys):
     assert err[0].startswith("a2c: error: no model to serve") and err[1].startswith("hint:")
 
 
+def test_a_server_whose_own_settings_pass_its_limits_does_not_start(tmp_path, capsys):
+    config = tmp_path / "serve.yaml"
+    config.write_text("variation: {samples: 3}\n")
+    assert main(["serve", "--upstream", "http://127.0.0.1:9/v1", "--config", str(config),
+                 "--max-samples", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "variation.samples: 3 is more than this server allows: at most 2 (server.max_samples)" in err[0]
+    assert err[1].startswith("hint:")
+
+
 def test_every_serve_flag_is_explained(capsys):
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
@@ -566,7 +617,8 @@ def test_extra_body_overrides_and_refusals(servers):
 
     unknown = _error(lambda: _chat(client, "Why?", extra_body={"a2c": {"variation": {"temps": [1.0]}}}))
     assert unknown.status_code == 400 and unknown.param == "a2c.variation.temps"
-    assert "a2c.variation.temps: unknown key" in unknown.body["message"]
+    assert unknown.body["message"].startswith("a2c.variation.temps: a request may not set this; it may set "
+                                              "techniques, paraphrase_temperature, temperatures")
     for options, param in (({"n": 2}, "n"),
                            ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
                             "tools"),

@@ -27,11 +27,11 @@ from a2c.serve.config import SETTING_KEYS, ServerOptions, SettingsError, answer_
 _CLOSED = ConfigDict(extra="forbid", strict=True)
 
 
-def _optional_fields(model: type[BaseModel]) -> type[BaseModel]:
-    """`model`'s keys, each optional and strictly typed, and no other key (values are checked by `model`
+def _optional_fields(model: type[BaseModel], keys: Sequence[str]) -> type[BaseModel]:
+    """`model`'s `keys`, each optional and strictly typed, and no other key (values are checked by `model`
     itself once merged)."""
-    fields: dict[str, Any] = {name: (Optional[info.annotation], None)  # noqa: UP045 (a type at run time)
-                              for name, info in model.model_fields.items()}
+    fields: dict[str, Any] = {name: (Optional[model.model_fields[name].annotation], None)  # noqa: UP045
+                              for name in keys}
     return create_model(f"PerRequest{model.__name__}", __config__=_CLOSED, **fields)
 
 
@@ -43,10 +43,12 @@ class JudgeName(BaseModel):
     name: str
 
 
+VARIATION_KEYS = tuple(VariationConfig.model_fields)
+A2C_KEYS = tuple(k for k in A2CConfig.model_fields if k != "enabled")  # a served answer is always chosen
 _SECTIONS: dict[str, Any] = {  # the `a2c` object's keys (SETTING_KEYS), each optional
     "seed": (int | None, None),
-    "variation": (_optional_fields(VariationConfig) | None, None),
-    "a2c": (_optional_fields(A2CConfig) | None, None),
+    "variation": (_optional_fields(VariationConfig, VARIATION_KEYS) | None, None),
+    "a2c": (_optional_fields(A2CConfig, A2C_KEYS) | None, None),
     "judges": (list[JudgeName] | None, None),
     "entropy_judge": (str | None, None),
 }
@@ -55,8 +57,8 @@ RequestSettings: type[BaseModel] = create_model("RequestSettings", __config__=_C
 # where a refused key sits → what may be set there instead
 _MAY_SET: dict[tuple[str, ...], str] = {
     (): ", ".join(SETTING_KEYS),
-    ("variation",): ", ".join(VariationConfig.model_fields),
-    ("a2c",): ", ".join(A2CConfig.model_fields),
+    ("variation",): ", ".join(VARIATION_KEYS),
+    ("a2c",): ", ".join(A2C_KEYS),
     ("variation", "techniques"): f"a built-in name, or {', '.join(TechniqueConfig.model_fields)}",
 }
 _MERGED = ("variation", "a2c")  # sections a request sets key by key on top of the server's
@@ -88,7 +90,7 @@ def _bound_hint(key: str, limits: ServerOptions | None) -> str:
     bound = BOUNDS.get((section, name))
     if bound is None or limits is None:
         return ""
-    return f" (a whole number of at most {getattr(limits, bound)}: server.{bound})"
+    return f"; this server allows a whole number, at most {getattr(limits, bound)} (server.{bound})"
 
 
 def _allowed(given: dict[str, Any], where: str, judges: Sequence[str],

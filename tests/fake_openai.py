@@ -14,6 +14,11 @@ LIFETIME = 120.0  # seconds (by default): the server shuts itself down after thi
 HANG = 60.0  # a request that "never" gets its answer (ends early when the server stops)
 
 
+class _Listener(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 resets connections when 64 clients' calls arrive at once
+
+
 class SlowServer:
     """OpenAI chat/completions on 127.0.0.1: the i-th request (in arrival order) is answered after
     `delays[i]` seconds (at once when not listed) or, when `status` is set, refused with it; a request whose
@@ -30,8 +35,7 @@ class SlowServer:
         self.answered: list[dict] = []
         self.stopped = threading.Event()
         self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
+        self._http = _Listener(("127.0.0.1", 0), self._handler())
         self._http.handle_error = lambda request, address: None  # a client that left mid-answer
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
         threading.Thread(target=self._http.serve_forever, daemon=True).start()

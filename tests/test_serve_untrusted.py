@@ -48,16 +48,22 @@ def served(upstream: SlowServer, tmp_path_factory: pytest.TempPathFactory) -> It
     questions per pass, `hanging` with a short deadline and upstream timeout."""
     folder = tmp_path_factory.mktemp("serve-untrusted")
     (folder / "serve.yaml").write_text(json.dumps(SETTINGS))  # JSON is YAML
-    common = ("--upstream", upstream.url, "--model", "fake", "--config", str(folder / "serve.yaml"),
-              "--concurrency", str(CLIENTS))
+    # two temperatures and an `llm` judge on the served model: its pair prompts fail with their question
+    judged = {**SETTINGS, "variation": {**SETTINGS["variation"], "temperatures": [0.3, 0.7]},
+              "judges": ["rouge1", "llm"]}
+    (folder / "judged.yaml").write_text(json.dumps(judged))
+    common = ("--upstream", upstream.url, "--model", "fake", "--concurrency", str(CLIENTS))
     keyed = {"OPENAI_API_KEY": UPSTREAM_KEY}
     procs = {
-        "guarded": ServeProcess(folder, "guarded", *common, "--max-tokens", "64", "--max-samples", "4",
+        "guarded": ServeProcess(folder, "guarded", *common, "--config", str(folder / "serve.yaml"),
+                                "--max-tokens", "64", "--max-samples", "4",
                                 "--max-calls", "60", "--read-timeout", str(READ_TIMEOUT),
                                 "--batch-window", "0", "--log-requests", env=keyed),
-        "isolating": ServeProcess(folder, "isolating", *common, "--retries", "1", "--max-batch", str(CLIENTS),
-                                  "--batch-window", "10", env=keyed),
-        "hanging": ServeProcess(folder, "hanging", *common, "--retries", "0", "--timeout", "5", "--deadline",
+        "isolating": ServeProcess(folder, "isolating", *common, "--config", str(folder / "judged.yaml"),
+                                  "--retries", "1", "--max-batch", str(CLIENTS), "--batch-window", "10",
+                                  env=keyed),
+        "hanging": ServeProcess(folder, "hanging", *common, "--config", str(folder / "serve.yaml"),
+                                "--retries", "0", "--timeout", "5", "--deadline",
                                 "3", "--max-batch", str(CLIENTS), "--batch-window", "1", env=keyed),
     }
     try:
@@ -271,7 +277,7 @@ def test_a_failing_prompt_fails_only_the_requests_that_needed_it(served, upstrea
             proof = response.json()["a2c"]
             assert proof["batch"]["questions"] == CLIENTS  # answered in the pass that failed the others
             assert proof["question"] == questions[i] and proof["candidates"]
-            assert all("(odd)" not in c["asked"] for c in proof["candidates"])
+            assert set(proof["consistency"]["temperature"]["cons_sem"]) == {"rouge1", "llm"}
     refused = [b for b in upstream.arrived if "(odd)" in json.dumps(b)]
     assert refused and len(refused) < len(upstream.arrived)
 

@@ -77,6 +77,7 @@ class Engine:
     def __init__(self, generator: Generator, generator_config: GeneratorConfig,
                  judges: Sequence[JudgeSpec]) -> None:
         self.recorder = RecordingGenerator(generator)
+        self.isolated = PassGenerator(self.recorder)
         self.loaded = {spec.name: self._load(spec, generator_config) for spec in judges}
 
     def answer(self, asks: Sequence[Ask]) -> list[Answered | Exception]:
@@ -96,12 +97,12 @@ class Engine:
 
     def _load(self, spec: JudgeSpec, generator_config: GeneratorConfig) -> Judge:
         """A judge of the server's, its model loaded now (one pair scored): a request only names it, so no
-        request ever makes the server load a model. A judge that asks the served model gets the recorder
-        and scores into the served generator's cache file unless it names one."""
+        request ever makes the server load a model. A judge that asks the served model asks it as the pass
+        does; judges score into the served generator's cache file unless they name one."""
         options = dict(spec.options)
         on_served = JUDGES.get(spec.name).takes_run_generator and options.get("generator") is None
         if on_served:
-            options["generator"] = self.recorder
+            options["generator"] = self.isolated
         if "cache" in judge_options(spec.name):
             options.setdefault("cache", generator_config.cache)
         judge = build_judge(spec.name, **options)
@@ -113,11 +114,11 @@ class Engine:
         settings = asks[0].settings
         started = time.monotonic()
         self.recorder.take()  # what an earlier, failed pass left
-        isolated = PassGenerator(self.recorder, [a.question for a in asks], [a.left for a in asks])
+        self.isolated.begin([a.question for a in asks], [a.left for a in asks])
         judges = {spec.name: self.loaded[spec.name] for spec in settings.judges}
-        choices = wrapper(isolated, settings).answer_many([a.question for a in asks], judges=settings.judges,
-                                                          built=judges)
-        failed = isolated.failed(choices)
+        choices = wrapper(self.isolated, settings).answer_many([a.question for a in asks],
+                                                               judges=settings.judges, built=judges)
+        failed = self.isolated.failed(choices)
         consistency = [_consistency(settings, choice) for choice in choices]
         calls = self.recorder.take()
         usage, total = attribute(calls, choices)

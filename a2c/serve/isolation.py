@@ -35,13 +35,17 @@ class NotAsked(A2CError):
 
 @dataclass
 class PassGenerator:
-    """The served generator as one pass sees it: its questions, and per question an event set when its
-    client leaves."""
+    """The served generator as the pass running now sees it (`begin` starts one; passes run one at a time):
+    its questions, per question an event set when its client leaves, and the prompts kept unanswered. One
+    instance serves every pass, so the judges built at start-up that ask the served model go through it."""
 
     inner: Generator
-    questions: Sequence[str]
-    left: Sequence[threading.Event]
-    failures: list[tuple[GenerationRequest, Exception]] = field(default_factory=list)  # kept prompts
+    questions: Sequence[str] = ()
+    left: Sequence[threading.Event] = ()
+    failures: list[tuple[GenerationRequest, Exception]] = field(default_factory=list)
+
+    def begin(self, questions: Sequence[str], left: Sequence[threading.Event]) -> None:
+        self.questions, self.left, self.failures = questions, left, []
 
     @property
     def backend(self) -> str:

@@ -4,12 +4,13 @@ whose client has left is not worked for.
 A pass asks the prompts of all its questions in one generate call per step, so a prompt that failed for
 good (after its retries) used to fail the call and with it every client of the pass (64 of 64 got 502 with
 half the upstream calls failing). `PassGenerator` sits between the pass and the served generator: a failed
-prompt gets an empty stand-in answer (`failed_generation`) and is kept, and the prompts about questions whose
-clients all left (deadline) are not sent at all, kept the same way. Once the pass is done, each kept prompt
-goes to the questions it is about (the attribution of usage, `a2c.serve.usage.owners`, with ties going to
-every tied question), and those questions get its error; every other question was answered without any
-stand-in, since one question's prompts never read another's answers. When every client of the pass has
-left, the next generate call ends the pass.
+prompt gets an empty stand-in answer (`failed_generation`) and is kept, and a prompt that mentions only
+questions whose clients left (deadline) is not sent at all, kept the same way. Once the pass is done,
+each kept prompt goes to every question one of whose texts it holds (the question, a paraphrase it was
+asked as, a question a rank prompt showed: `a2c.serve.usage.mentions`), and those questions get its
+error. Every stage prompt holds the text it is about, so no answer built on a stand-in gets out; every
+other question was answered without one, since one question's prompts never read another's answers.
+When every client of the pass has left, the next generate call ends the pass.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from a2c.choose import Choice
 from a2c.errors import A2CError
 from a2c.llm.base import Generation, GenerationRequest, GenerationStats, Generator
 from a2c.llm.sampling import RequestsFailed, failed_generation
-from a2c.serve.usage import anchors, owners, subject
+from a2c.serve.usage import anchors, mentions, subject
 
 
 class ClientsLeft(A2CError):
@@ -67,7 +68,7 @@ class PassGenerator:
         out: list[Generation | None] = [None] * len(requests)
         send: list[int] = []
         for i, request in enumerate(requests):
-            about = owners(subject(request), marks)
+            about = mentions(subject(request), marks)
             if about and not any(live[q] for q in about):
                 out[i] = failed_generation(request)
                 self.failures.append((request, NotAsked("not asked: its client had left")))
@@ -83,10 +84,11 @@ class PassGenerator:
         return [g for g in out if g is not None]
 
     def failed(self, choices: Sequence[Choice]) -> list[Exception | None]:
-        """Per question of the pass, the error of the first kept prompt it needed; None: it needed none."""
+        """Per question of the pass, the error of the first kept prompt it needed; None: it needed none. A
+        kept prompt that mentions no question fails them all: who read its stand-in cannot be told."""
         marks = [anchors(c) for c in choices]
         out: list[Exception | None] = [None] * len(choices)
         for request, error in self.failures:
-            for q in owners(subject(request), marks):
+            for q in mentions(subject(request), marks) or range(len(choices)):
                 out[q] = out[q] or error
         return out

@@ -128,15 +128,18 @@ def attribute(calls: Sequence[Sequence[Generation]], choices: Sequence[Choice]) 
     total = Usage()
     for generation in _asked_once(calls):
         total.add(generation)
-        found = owners(subject(generation.request), marks)
-        if found:
-            per_question[found[0]].add(generation)
+        about = subject(generation.request)
+        best, owner = 0, None
+        for i, texts in enumerate(marks):
+            length = max((len(t) for t in texts if t in about), default=0)
+            if length > best:
+                best, owner = length, i
+        if owner is not None:
+            per_question[owner].add(generation)
     return per_question, total
 
 
-def owners(text: str, marks: Sequence[set[str]]) -> list[int]:
-    """The questions a prompt is about: those whose longest text within it is the longest of all (several
-    when their texts tie, e.g. the same question asked twice in a batch); none when no text is in it."""
-    lengths = [max((len(t) for t in texts if t in text), default=0) for texts in marks]
-    best = max(lengths, default=0)
-    return [i for i, length in enumerate(lengths) if length == best] if best else []
+def mentions(text: str, marks: Sequence[set[str]]) -> list[int]:
+    """Every question one of whose texts is in `text`: each a prompt may be about (where `attribute` picks
+    one to charge, a failure must reach them all)."""
+    return [i for i, texts in enumerate(marks) if any(t in text for t in texts)]

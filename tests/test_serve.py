@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import signal
@@ -37,7 +38,7 @@ from a2c.serve.engine import wrapper
 from a2c.serve.errors import APIError, mask_secrets
 from a2c.serve.per_request import check_limits, model_calls, override
 from a2c.serve.schema import ChatRequest, chat_question, ignored_fields, parse_request, selected_text
-from a2c.serve.usage import attribute
+from a2c.serve.usage import attribute, subject
 from tests.conftest import LlamaServer, free_port
 from tests.serve_process import CLIENT_KEY, SMALL, ServeProcess
 
@@ -279,6 +280,7 @@ class Gate:
 
     def __init__(self, inner, closed: bool = False) -> None:
         self.inner, self.calls = inner, 0
+        self.asked: list[list[GenerationRequest]] = []  # the requests of each call
         self.entered, self.opened = threading.Event(), threading.Event()
         if not closed:
             self.opened.set()
@@ -289,6 +291,7 @@ class Gate:
 
     def generate(self, requests):
         self.calls += 1
+        self.asked.append(list(requests))
         self.entered.set()
         assert self.opened.wait(60)
         return self.inner.generate(requests)
@@ -412,6 +415,33 @@ def test_a_full_queue_answers_429_and_a_passed_deadline_504_saying_what_was_done
                              "samples": 0}
     assert pending_while_held == 1
     assert after.status_code == 200
+
+
+def test_a_client_that_leaves_is_not_worked_for_and_its_neighbour_is_answered():
+    gate = Gate(scripted(), closed=True)
+    app, state = serve_app(gate, batch_window=60.0, max_batch=2)
+    stays, leaves = QUESTIONS[0], QUESTIONS[1]
+
+    async def scenario(client):
+        kept = asyncio.create_task(client.post("/v1/chat/completions", json=chat(stays)))
+        gone = asyncio.create_task(client.post("/v1/chat/completions", json=chat(leaves)))
+        await asyncio.to_thread(gate.entered.wait, 30)  # their pass holds its first step
+        gone.cancel()  # the client goes away
+        with contextlib.suppress(asyncio.CancelledError):
+            await gone
+        gate.opened.set()
+        return await kept, state.batcher.pending
+
+    answered, pending = against(app, scenario)
+    assert answered.status_code == 200 and pending == 0
+    assert any(leaves in subject(r) for r in gate.asked[0])  # asked together at first
+    assert not any(leaves in subject(r) for call in gate.asked[1:] for r in call)  # then never again
+    assert sum(stays in subject(r) for call in gate.asked[1:] for r in call) > 0
+    alone = AskToChoose(scripted(), techniques=DEFAULT_TECHNIQUES[:2], temperatures=(0.5, 1.0))
+    expected = alone.answer(stays)
+    proof = answered.json()["a2c"]
+    assert proof["answer"] == expected.answer and proof["batch"]["questions"] == 2
+    assert [c["answer"] for c in proof["candidates"]] == expected.candidates
 
 
 def test_auth_body_limit_and_error_shapes(caplog):

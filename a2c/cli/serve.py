@@ -34,10 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "response's content is the selected answer, its `a2c` field the candidates, rank replies and "
         "consistency. Concurrent requests are answered in one batched pass.",
         epilog="Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health "
-        "(liveness), GET /ready (upstream reachable). A request may override the answer settings in an `a2c` "
-        "object of its body (the openai client's extra_body), e.g. {\"a2c\": {\"variation\": "
-        "{\"temperatures\": [0.5]}}}; its `seed` is the A2C seed. SIGTERM: requests in flight are answered, "
-        "then the server exits 0.")
+        "(liveness), GET /ready (upstream reachable). A request may override the variation, the A2C settings "
+        "and which of the server's judges to use in an `a2c` object of its body (the openai client's "
+        "extra_body), e.g. {\"a2c\": {\"variation\": {\"temperatures\": [0.5]}}}, within --max-samples, "
+        "--max-tokens and --max-calls, never the generator, upstream, keys, caches, templates or models; its "
+        "`seed` is the A2C seed. SIGTERM: requests in flight are answered, then the server exits 0.")
     model = parser.add_argument_group("model")
     model.add_argument("--upstream", action="append", dest="upstreams", metavar="URL",
                        help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeatable: replicas, "

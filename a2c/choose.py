@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from a2c.judges import JudgeSpec
+from a2c.judges import Judge, JudgeSpec
 from a2c.llm.base import Generator
 from a2c.llm.progress import generation_progress
 from a2c.metrics import cons_lex
@@ -153,9 +153,11 @@ class AskToChoose:
         return self.answer_many([question])[0]
 
     def answer_many(self, questions: Sequence[str], *, judges: Sequence[JudgeSpec] = (),
-                    log: Callable[[str], None] | None = None, progress: bool = False) -> list[Choice]:
+                    built: Mapping[str, Judge] | None = None, log: Callable[[str], None] | None = None,
+                    progress: bool = False) -> list[Choice]:
         """Every question in one batched pass per step. With `judges`, the run's judges stage also scores
-        the candidates of each source (one batched pass per judge), as `Choice.judged`. `log` gets a line as
+        the candidates of each source (one batched pass per judge), as `Choice.judged`; `built` gives those
+        judges already built, by name (a server builds its judges once, not per pass). `log` gets a line as
         each stage starts and ends; `progress` shows a bar per generate call."""
         asked = [Question(f"q{i}", q) for i, q in enumerate(questions)]
         if not asked:
@@ -170,7 +172,10 @@ class AskToChoose:
         methods = config.selection_methods
         judged = bool(judges) or any(method_judges(m, config) for m in methods)
         store = MemoryStore()
-        ctx = QAContext(config, store, asked, generators=Generators(self.generator, self.aux), progress=False)
+        if built is not None and set(built) != {j.name for j in judges}:
+            raise ValueError(f"built judges {sorted(built)} are not the judges {[j.name for j in judges]}")
+        ctx = QAContext(config, store, asked, generators=Generators(self.generator, self.aux), progress=False,
+                        _judges=dict(built or {}))
         stages = (*ALGORITHM_1, *([JUDGES_BEFORE] if judged else []), *([SELECTION] if methods else []))
         say = log or (lambda _line: None)
         for number, stage in enumerate(stages, 1):

@@ -10,35 +10,43 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-LIFETIME = 120.0  # seconds: the server shuts itself down after this, whatever the test does
+LIFETIME = 120.0  # seconds (by default): the server shuts itself down after this, whatever the test does
 HANG = 60.0  # a request that "never" gets its answer (ends early when the server stops)
+
+
+class _Listener(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 resets connections when 64 clients' calls arrive at once
 
 
 class SlowServer:
     """OpenAI chat/completions on 127.0.0.1: the i-th request (in arrival order) is answered after
-    `delays[i]` seconds (at once when not listed) or, when `status` is set, refused with it. It records what
-    arrived and what it finished answering, and stops by itself after LIFETIME seconds."""
+    `delays[i]` seconds (at once when not listed) or, when `status` is set, refused with it; a request whose
+    body `fails` says yes to is refused with 500 each time it comes (a prompt that never gets an answer).
+    It records what arrived and what it finished answering, and stops by itself after LIFETIME seconds."""
 
-    def __init__(self) -> None:
+    def __init__(self, lifetime: float = LIFETIME) -> None:
         self.delays: list[float] = []
         self.status: int | None = None
+        self.fails: Callable[[dict], bool] = lambda body: False
         self.models: list[dict[str, Any]] | None = []  # the `/models` data; None: answer 404
         self.model_lists = 0  # GET /models requests seen
         self.arrived: list[dict] = []
         self.answered: list[dict] = []
         self.stopped = threading.Event()
         self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
+        self._http = _Listener(("127.0.0.1", 0), self._handler())
         self._http.handle_error = lambda request, address: None  # a client that left mid-answer
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
-        self._timer = threading.Timer(LIFETIME, self.stop)
+        self._timer = threading.Timer(lifetime, self.stop)
         self._timer.start()
 
-    def reset(self, delays: list[float] | None = None, status: int | None = None) -> None:
+    def reset(self, delays: list[float] | None = None, status: int | None = None,
+              fails: Callable[[dict], bool] | None = None) -> None:
         with self._lock:
             self.delays, self.status = delays or [], status
+            self.fails = fails or (lambda body: False)
             self.arrived, self.answered = [], []
 
     def wait_for(self, condition: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -72,7 +80,7 @@ class SlowServer:
                     n = len(server.arrived)
                     server.arrived.append(body)
                     delay = server.delays[n] if n < len(server.delays) else 0.0
-                    status = server.status
+                    status = 500 if server.fails(body) else server.status
                 if server.stopped.wait(delay):
                     return
                 if status is not None:

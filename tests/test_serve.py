@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import signal
@@ -31,12 +32,13 @@ from a2c.serve.config import (
     SettingsError,
     answer_settings,
     build_serve_config,
-    override,
     read_serve_file,
 )
+from a2c.serve.engine import wrapper
 from a2c.serve.errors import APIError, mask_secrets
+from a2c.serve.per_request import check_limits, model_calls, override
 from a2c.serve.schema import ChatRequest, chat_question, ignored_fields, parse_request, selected_text
-from a2c.serve.usage import attribute
+from a2c.serve.usage import attribute, subject
 from tests.conftest import LlamaServer, free_port
 from tests.serve_process import CLIENT_KEY, SMALL, ServeProcess
 
@@ -90,6 +92,46 @@ def test_overriding_temperatures_and_seed_changes_nothing_else(temperatures, see
     assert merged.variation.model_dump(exclude={"temperatures"}) == \
         defaults.variation.model_dump(exclude={"temperatures"})
     assert merged.judges == defaults.judges and merged.a2c == defaults.a2c
+
+
+def test_a_request_names_judges_of_the_server_and_gives_no_options_or_paths():
+    defaults = answer_settings({"judges": ["exact", {"name": "rouge1", "threshold": 0.4}]}, "")
+    merged = override(defaults, {"judges": ["rouge1"], "entropy_judge": "rouge1"})
+    assert merged.judges == [defaults.judges[1]] and merged.judges[0].options == {"threshold": 0.4}
+    generator = {"backend": "openai", "model": "m", "base_urls": ["http://127.0.0.1:9/v1"]}
+    technique = {"name": "x", "instruction": "i", "example_question": "q", "example_paraphrase": "p"}
+    for hostile, param in [
+        ({"judges": [{"name": "rouge1", "threshold": 0.9}]}, "a2c.judges.0.threshold"),
+        ({"judges": ["exact", {"name": "llm", "generator": generator}]}, "a2c.judges.1.generator"),
+        ({"judges": ["llm"]}, "a2c.judges.0.name"),
+        ({"variation": {"techniques": [{**technique, "template": "t.yaml"}]}},
+         "a2c.variation.techniques.0.template"),
+        ({"a2c": {"cache": "x.sqlite"}}, "a2c.a2c.cache"),
+        ({"seed": True}, "a2c.seed"),
+        ({"a2c": {"enabled": "yes"}}, "a2c.a2c.enabled"),
+    ]:
+        with pytest.raises(SettingsError) as caught:
+            override(defaults, hostile)
+        assert caught.value.param == param and str(caught.value).startswith(param)
+    assert override(defaults, {"variation": {"techniques": [technique]}}).variation.techniques[0].name == "x"
+
+
+@pytest.mark.filterwarnings("ignore::a2c.judges.llm.UnparsedReplyWarning")
+@pytest.mark.parametrize("given", [
+    {"variation": {"techniques": ["synonyms"], "temperatures": [0.5]}},
+    {"variation": {"techniques": ["synonyms", "word forms"], "temperatures": [0.2, 0.8], "samples": 3}},
+    {"variation": {"temperatures": [0.5], "samples": 2}, "a2c": {"max_tokens": 2}},
+    {"variation": {"techniques": ["synonyms"], "temperatures": [0.2, 0.8]}, "judges": ["llm"]},
+])
+def test_the_calls_counted_before_a_request_bound_what_it_costs(given):
+    settings = answer_settings({"judges": ["exact"], **given}, "")
+    generator = scripted()  # one instance per process: count what this answer adds
+    before = generator.stats.generated
+    wrapper(generator, settings).answer_many([f"{QUESTIONS[0]} {given}"], judges=settings.judges)
+    assert 0 < generator.stats.generated - before <= model_calls(settings)
+    server = build_serve_config({}, SCRIPTED, {"max_calls_per_request": model_calls(settings) - 1}).server
+    with pytest.raises(SettingsError, match=r"server\.max_calls_per_request"):
+        check_limits(settings, server)
 
 
 def test_serve_file_sections_are_checked(tmp_path):
@@ -238,6 +280,7 @@ class Gate:
 
     def __init__(self, inner, closed: bool = False) -> None:
         self.inner, self.calls = inner, 0
+        self.asked: list[list[GenerationRequest]] = []  # the requests of each call
         self.entered, self.opened = threading.Event(), threading.Event()
         if not closed:
             self.opened.set()
@@ -248,6 +291,7 @@ class Gate:
 
     def generate(self, requests):
         self.calls += 1
+        self.asked.append(list(requests))
         self.entered.set()
         assert self.opened.wait(60)
         return self.inner.generate(requests)
@@ -373,6 +417,33 @@ def test_a_full_queue_answers_429_and_a_passed_deadline_504_saying_what_was_done
     assert after.status_code == 200
 
 
+def test_a_client_that_leaves_is_not_worked_for_and_its_neighbour_is_answered():
+    gate = Gate(scripted(), closed=True)
+    app, state = serve_app(gate, batch_window=60.0, max_batch=2)
+    stays, leaves = QUESTIONS[0], QUESTIONS[1]
+
+    async def scenario(client):
+        kept = asyncio.create_task(client.post("/v1/chat/completions", json=chat(stays)))
+        gone = asyncio.create_task(client.post("/v1/chat/completions", json=chat(leaves)))
+        await asyncio.to_thread(gate.entered.wait, 30)  # their pass holds its first step
+        gone.cancel()  # the client goes away
+        with contextlib.suppress(asyncio.CancelledError):
+            await gone
+        gate.opened.set()
+        return await kept, state.batcher.pending
+
+    answered, pending = against(app, scenario)
+    assert answered.status_code == 200 and pending == 0
+    assert any(leaves in subject(r) for r in gate.asked[0])  # asked together at first
+    assert not any(leaves in subject(r) for call in gate.asked[1:] for r in call)  # then never again
+    assert sum(stays in subject(r) for call in gate.asked[1:] for r in call) > 0
+    alone = AskToChoose(scripted(), techniques=DEFAULT_TECHNIQUES[:2], temperatures=(0.5, 1.0))
+    expected = alone.answer(stays)
+    proof = answered.json()["a2c"]
+    assert proof["answer"] == expected.answer and proof["batch"]["questions"] == 2
+    assert [c["answer"] for c in proof["candidates"]] == expected.candidates
+
+
 def test_auth_body_limit_and_error_shapes(caplog):
     app, _ = serve_app(scripted(), api_key="client-key", batch_window=0.0, max_body_bytes=2000,
                        log_requests=True)
@@ -421,11 +492,21 @@ def test_serve_without_a_model_is_a_one_line_error(capsys):
     assert err[0].startswith("a2c: error: no model to serve") and err[1].startswith("hint:")
 
 
+def test_a_server_whose_own_settings_pass_its_limits_does_not_start(tmp_path, capsys):
+    config = tmp_path / "serve.yaml"
+    config.write_text("variation: {samples: 3}\n")
+    assert main(["serve", "--upstream", "http://127.0.0.1:9/v1", "--config", str(config),
+                 "--max-samples", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "variation.samples: 3 is more than this server allows: at most 2 (server.max_samples)" in err[0]
+    assert err[1].startswith("hint:")
+
+
 def test_every_serve_flag_is_explained(capsys):
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
     flags = [a for a in serve._actions if a.option_strings and a.dest not in {"help", "debug"}]
-    assert len(flags) == 19
+    assert len(flags) == 23
     assert all(len(a.help or "") > 20 for a in flags), [a.dest for a in flags if len(a.help or "") <= 20]
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
@@ -566,7 +647,8 @@ def test_extra_body_overrides_and_refusals(servers):
 
     unknown = _error(lambda: _chat(client, "Why?", extra_body={"a2c": {"variation": {"temps": [1.0]}}}))
     assert unknown.status_code == 400 and unknown.param == "a2c.variation.temps"
-    assert "a2c.variation.temps: unknown key" in unknown.body["message"]
+    assert unknown.body["message"].startswith("a2c.variation.temps: a request may not set this; it may set "
+                                              "techniques, paraphrase_temperature, temperatures")
     for options, param in (({"n": 2}, "n"),
                            ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
                             "tools"),

@@ -34,10 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "response's content is the selected answer, its `a2c` field the candidates, rank replies and "
         "consistency. Concurrent requests are answered in one batched pass.",
         epilog="Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health "
-        "(liveness), GET /ready (upstream reachable). A request may override the answer settings in an `a2c` "
-        "object of its body (the openai client's extra_body), e.g. {\"a2c\": {\"variation\": "
-        "{\"temperatures\": [0.5]}}}; its `seed` is the A2C seed. SIGTERM: requests in flight are answered, "
-        "then the server exits 0.")
+        "(liveness), GET /ready (upstream reachable). A request may override the variation, the A2C settings "
+        "and which of the server's judges to use in an `a2c` object of its body (the openai client's "
+        "extra_body), e.g. {\"a2c\": {\"variation\": {\"temperatures\": [0.5]}}}, within --max-samples, "
+        "--max-tokens and --max-calls, never the generator, upstream, keys, caches, templates or models; its "
+        "`seed` is the A2C seed. SIGTERM: requests in flight are answered, then the server exits 0.")
     model = parser.add_argument_group("model")
     model.add_argument("--upstream", action="append", dest="upstreams", metavar="URL",
                        help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeatable: replicas, "
@@ -81,6 +82,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="per request, queue included; later: 504 saying what was done (default 600)")
     server.add_argument("--max-body", type=whole_number(1), metavar="BYTES",
                         help="largest request body; larger: 413 (default 1048576)")
+    server.add_argument("--read-timeout", type=finite_number(0.0, inclusive=False), metavar="SECONDS",
+                        help="a connection that sends no whole request head, or a request whose body does "
+                        "not arrive, within this is dropped (default 10)")
+    server.add_argument("--max-samples", type=whole_number(1), metavar="N",
+                        help="most answers per temperature (variation.samples) a request may ask for; the "
+                        "server's own settings are held to it too (default 16)")
+    server.add_argument("--max-tokens", type=whole_number(1), metavar="N",
+                        help="largest reply budget (the variation's and a2c's max_tokens) a request may set "
+                        "(default 1024)")
+    server.add_argument("--max-calls", type=whole_number(1), metavar="N",
+                        help="most model calls one request's settings may cost, counted before any is made; "
+                        "more: 400 (default 256)")
     server.add_argument("--log-requests", action="store_true", default=None,
                         help="put each request's question in its access-log line (default: method, path, "
                         "status, latency and model calls only)")
@@ -107,7 +120,8 @@ def _upstream_key_env(args: argparse.Namespace) -> str | None:
 
 
 def serve_config(args: argparse.Namespace) -> Any:
-    from a2c.serve.config import build_serve_config, read_serve_file
+    from a2c.serve.config import ServeConfigError, SettingsError, build_serve_config, read_serve_file
+    from a2c.serve.per_request import check_limits
 
     file = read_serve_file(args.config) if args.config is not None else {}
     given = file.get("generator")
@@ -126,8 +140,17 @@ def serve_config(args: argparse.Namespace) -> Any:
                         "cache": args.cache})
     server = _given({"host": args.host, "port": args.port, "batch_window": args.batch_window,
                      "max_batch": args.max_batch, "max_pending": args.max_pending, "deadline": args.deadline,
-                     "max_body_bytes": args.max_body, "log_requests": args.log_requests})
-    return build_serve_config(file, generator, server, str(args.config or "flags"))
+                     "max_body_bytes": args.max_body, "read_timeout": args.read_timeout,
+                     "max_samples": args.max_samples, "max_tokens": args.max_tokens,
+                     "max_calls_per_request": args.max_calls, "log_requests": args.log_requests})
+    config = build_serve_config(file, generator, server, str(args.config or "flags"))
+    try:  # what every request starts from must be something a request may ask for
+        check_limits(config.defaults, config.server, "")
+    except SettingsError as exc:
+        raise ServeConfigError(f"{args.config or 'flags'}: {exc}",
+                               hint="raise the server's limit (its flag or `server:` key) or lower the "
+                               "setting") from None
+    return config
 
 
 @contextmanager
@@ -169,12 +192,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     from a2c.llm import build_generator
     from a2c.serve.app import ACCESS_LOG, build_state, create_app
+    from a2c.serve.slow_clients import head_deadline
 
     config = serve_config(args)
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     generator = build_generator(config.generator)  # an in-process model loads here, before we listen
-    state = build_state(config, generator, api_key=api_key)
-    state.engine.judges(config.defaults)  # so do the default judges' models: a missing one fails now
+    state = build_state(config, generator, api_key=api_key)  # and the judges' models: a missing one fails now
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     access = logging.getLogger(ACCESS_LOG)
@@ -193,7 +216,8 @@ def _serve(args: argparse.Namespace) -> int:
           f"{opts.max_pending}, deadline {opts.deadline:g} s, client auth {'on' if api_key else 'off'}",
           file=sys.stderr, flush=True)
     uvicorn_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="on",
-                                    timeout_graceful_shutdown=int(opts.deadline) + 5)
+                                    timeout_graceful_shutdown=int(opts.deadline) + 5,
+                                    http=head_deadline(opts.read_timeout))
     server = uvicorn.Server(uvicorn_config)
     with _sigterm_exits_cleanly():
         server.run(sockets=[sock])

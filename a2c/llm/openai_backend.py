@@ -11,9 +11,11 @@ mid-way resumes where it stopped.
 Stopping (Ctrl-C or SIGTERM, or a request that failed for good): queued requests are dropped, no retry
 starts, and requests in flight get `interrupt_grace` seconds; each that completes in that time is cached,
 the rest are abandoned. The workers are daemon threads, so abandoned requests never hold up the exit (a
-thread pool joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). While
-a run is going, the first SIGINT or SIGTERM is turned into an event of the main loop (`a2c.interrupts`),
-so it never lands in the middle of a cache write; the second raises at once.
+thread pool joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). With
+`keep_going` (`a2c serve`: one client's failed prompt must not fail the others' questions) a failed
+request stops nothing; `run` names every failed one once the rest are done. While a run is going, the
+first SIGINT or SIGTERM is turned into an event of the main loop (`a2c.interrupts`), so it never lands
+in the middle of a cache write; the second raises at once.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import GeneratorConfig
 from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.render import flatten
-from a2c.llm.sampling import Emit, SampleResult
+from a2c.llm.sampling import Emit, FailedJobs, SampleResult
 from a2c.llm.server import model_identity
 from a2c.redact import redact
 
@@ -97,6 +99,7 @@ class OpenAIBackend:
     backend = "openai"
 
     truncates_to: int | None = None  # the server applies its own context limit
+    keep_going = False  # True (a2c serve): a failed request does not stop the others (`FailedJobs`)
 
     def __init__(self, config: GeneratorConfig) -> None:
         self.model = config.model
@@ -234,7 +237,7 @@ class OpenAIBackend:
         for i in range(workers):
             threading.Thread(target=self._work, args=(jobs, todo, events, stop), name=f"a2c-http-{i}",
                              daemon=True).start()
-        failure: Exception | None = None
+        failures: dict[int, Exception] = {}  # job → why it failed for good, in the order they failed
         try:
             with first_interrupt_as_event(interrupted):
                 exited, deadline = 0, None
@@ -247,17 +250,19 @@ class OpenAIBackend:
                     if done:
                         emit(done)
                     exited += batch.count("exited")
-                    if failure is None:
-                        failure = next((e.error for e in batch if isinstance(e, _Done) and e.error), None)
-                    if deadline is None and (failure is not None or "interrupted" in batch):
+                    failures |= {e.job: e.error for e in batch if isinstance(e, _Done) and e.error}
+                    failed = bool(failures) and not self.keep_going
+                    if deadline is None and (failed or "interrupted" in batch):
                         stop.set()
                         deadline = time.monotonic() + self.config.interrupt_grace
         finally:
             stop.set()  # however the loop ended, no worker starts another attempt
         if stopped_by:
             raise stopped_by[0]
-        if failure is not None:
-            raise failure
+        if failures and self.keep_going:
+            raise FailedJobs(failures)
+        if failures:
+            raise next(iter(failures.values()))
 
     def _work(self, jobs: Sequence[GenerationRequest], todo: SimpleQueue[int], events: SimpleQueue[_Event],
               stop: threading.Event) -> None:

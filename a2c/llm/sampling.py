@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from a2c.cache import Cache, NoCache, damaged_cache, make_key
+from a2c.errors import A2CError
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
 from a2c.llm.progress import generation_bar
@@ -36,13 +37,38 @@ class SampleResult:
 Emit = Callable[[list[tuple[int, SampleResult]]], None]
 
 
+class FailedJobs(Exception):
+    """A backend with `keep_going` ran every job it could; these failed for good (job index → error)."""
+
+    def __init__(self, errors: dict[int, Exception]) -> None:
+        super().__init__(str(next(iter(errors.values()))))
+        self.errors = errors
+
+
+class RequestsFailed(A2CError):
+    """Some requests of a `generate` call failed for good, the others were answered (`keep_going`):
+    `errors` by request index, `generations` for every request, a failed one holding `failed_generation`."""
+
+    def __init__(self, errors: dict[int, Exception], generations: list[Generation]) -> None:
+        super().__init__(str(next(iter(errors.values()))))
+        self.errors, self.generations = errors, generations
+
+
+def failed_generation(request: GenerationRequest) -> Generation:
+    """What stands in for a request that got no answer: empty text, finish reason `error`, no tokens."""
+    return Generation(request, [Completion("", "error", 0)] * request.n, 0, [False] * request.n)
+
+
 class SampleBackend(Protocol):
     """What a backend implements: run single-sample jobs, reporting (job index, result) pairs via emit.
-    `truncates_to` is the context limit it cuts long prompts to (None: it never cuts them)."""
+    `truncates_to` is the context limit it cuts long prompts to (None: it never cuts them). With
+    `keep_going` set, a job that fails for good does not stop the others: `run` raises `FailedJobs` once
+    every other job is emitted (a backend that runs a batch as one whole ignores it)."""
 
     backend: str
     model: str
     truncates_to: int | None
+    keep_going: bool
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None: ...
 
@@ -106,6 +132,12 @@ class CachedGenerator:
         served: dict[str, Any] | None = self._served
         return served
 
+    def keep_going(self) -> None:
+        """From now on a request that fails fails alone: the backend answers the others and `generate`
+        raises `RequestsFailed` holding them (a server's batched pass must not fail every client's question
+        for one failed prompt; a run stops at its first failure instead)."""
+        self.impl.keep_going = True
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         slots = [(r, i) for r, request in enumerate(requests) for i in range(request.n)]
         served = self.served_model() if slots else None
@@ -138,27 +170,38 @@ class CachedGenerator:
                 self.stats.completion_tokens += result.completion.completion_tokens
             self.cache.put_many({keys[todo[j]]: _to_json(result) for j, result in done}, CACHE_NAMESPACE)
 
+        failed: dict[int, Exception] = {}  # slot → why it failed for good (`keep_going`)
         with bar:
             if jobs:
-                self.impl.run(jobs, emit)
+                try:
+                    self.impl.run(jobs, emit)
+                except FailedJobs as exc:
+                    failed = {todo[j]: error for j, error in exc.errors.items()}
         for s, key in enumerate(keys):
             if results[s] is None:
                 results[s] = results[first_slot[key]]
+                if first_slot[key] in failed:
+                    failed[s] = failed[first_slot[key]]
         self.stats.cached += sum(from_cache)
-        missing = [s for s in todo if results[s] is None]
+        missing = [s for s in todo if results[s] is None and s not in failed]
         if missing:
             raise RuntimeError(f"backend {self.backend!r} returned no result for "
                                f"{plural(len(missing), 'sample')}")
 
         self._count_truncated([r for r in results if r is not None and r.truncated_to], len(slots))
 
+        errors = {slots[s][0]: error for s, error in failed.items()}  # by request
         out = [Generation(request=request, completions=[]) for request in requests]
         for s, (r, _) in enumerate(slots):
             sample = results[s]
-            assert sample is not None
+            if r in errors or sample is None:
+                continue
             out[r].completions.append(sample.completion)
             out[r].cached.append(from_cache[s])
             out[r].prompt_tokens = sample.prompt_tokens
+        if errors:
+            raise RequestsFailed(errors, [failed_generation(requests[r]) if r in errors else g
+                                          for r, g in enumerate(out)])
         return out
 
     def _count_truncated(self, cut: list[SampleResult], samples: int) -> None:

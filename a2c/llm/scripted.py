@@ -57,6 +57,7 @@ def spread_logprobs(request: GenerationRequest, reply: str, replies: Sequence[st
 class ScriptedBackend:
     backend = "scripted"
     truncates_to: int | None = None  # no context to overflow
+    keep_going = False  # a batch runs as one whole: it fails as one
 
     def __init__(self, model: str) -> None:
         self.model = model

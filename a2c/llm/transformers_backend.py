@@ -117,6 +117,7 @@ def _row_sampler(temperatures: list[float], top_ps: list[float], seeds: list[int
 
 class TransformersBackend:
     backend = "transformers"
+    keep_going = False  # a batch runs as one whole: it fails as one
 
     def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", max_model_len: int = 2048,
                  context_policy: ContextPolicy = "truncate") -> None:

@@ -163,6 +163,7 @@ def shutdown_engines() -> None:
 
 class VLLMBackend:
     backend = "vllm"
+    keep_going = False  # a batch runs as one whole: it fails as one
 
     def __init__(self, config: GeneratorConfig) -> None:
         self.model = config.model

@@ -26,10 +26,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from a2c.llm import Generator
 from a2c.llm.openai_backend import BackendError
+from a2c.llm.sampling import CachedGenerator, RequestsFailed
 from a2c.serve.batcher import Batcher, Job, QueueFull
-from a2c.serve.config import ServeConfig, SettingsError, override, settings_json
+from a2c.serve.config import ServeConfig, SettingsError, settings_json
 from a2c.serve.engine import Answered, Ask, Engine
 from a2c.serve.errors import APIError, bad_request, mask_secrets
+from a2c.serve.isolation import NotAsked
+from a2c.serve.per_request import override
 from a2c.serve.schema import (
     ENDPOINTS,
     Endpoint,
@@ -39,6 +42,7 @@ from a2c.serve.schema import (
     parse_request,
     stream_chunks,
 )
+from a2c.untrusted import UntrustedInputError, parse_json, printable
 
 ACCESS_LOG = "a2c.serve.access"
 
@@ -85,17 +89,26 @@ class ServeState:
         try:
             return await asyncio.wait_for(asyncio.shield(job.future), deadline), job
         except TimeoutError:
-            self.batcher.abandon(job)
+            self._leave(job)
             raise self._deadline_error(job) from None
         except asyncio.CancelledError:  # the client went away
-            self.batcher.abandon(job)
+            self._leave(job)
             raise
-        except BackendError as exc:
+        except (BackendError, RequestsFailed) as exc:
             raise APIError(502, f"the upstream model failed: {self.mask(str(exc))}", type="upstream_error",
                            code="upstream_failed") from None
+        except NotAsked:
+            raise APIError(503, "a prompt this question needed was left out of its batched pass, for a "
+                           "request that had passed its deadline; send the request again",
+                           type="server_error", code="retry", headers={"Retry-After": "1"}) from None
         except Exception as exc:
             raise APIError(500, self.mask(f"{type(exc).__name__}: {exc}"), type="server_error",
                            code="internal_error") from None
+
+    def _leave(self, job: Job[Ask, Answered]) -> None:
+        """The client stopped waiting: drop its question from the queue, or from its running pass."""
+        self.batcher.abandon(job)
+        job.item.left.set()
 
     def _deadline_error(self, job: Job[Ask, Answered]) -> APIError:
         deadline, now = self.config.server.deadline, time.monotonic()
@@ -112,28 +125,38 @@ class ServeState:
         ran = now - job.started
         return APIError(504, f"{passed} before the answer was ready: the request waited {queued:.2f} s in "
                         f"the queue, then its batched pass of {job.batch_size} question(s) ran {ran:.2f} s "
-                        f"and finished {steps} generate step(s) with {samples} sample(s); the pass goes on "
-                        "for the other questions. Raise --deadline or ask with smaller settings (fewer "
-                        "techniques or temperatures, shorter max_tokens)",
+                        f"and finished {steps} generate step(s) with {samples} sample(s); the pass asks "
+                        "nothing more for this question. Raise --deadline or ask with smaller settings "
+                        "(fewer techniques or temperatures, shorter max_tokens)",
                         type="timeout_error", code="deadline_exceeded",
                         detail={"state": "running", "queued_seconds": round(queued, 3),
                                 "running_seconds": round(ran, 3), "batch_questions": job.batch_size,
                                 "steps": steps, "samples": samples})
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The body as JSON, refused with 413 past `limit` bytes (declared or sent)."""
+async def read_json(request: Request, limit: int, seconds: float) -> Any:
+    """The body as JSON (`a2c.untrusted.parse_json`: bounded nesting, no lone surrogates), refused with 413
+    past `limit` bytes (declared or sent) and with 408 when it has not all arrived within `seconds`."""
     too_large = APIError(413, f"the request body is larger than {limit} bytes (--max-body)",
                          code="request_too_large")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_large
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise too_large
     try:
-        return json.loads(body)
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise too_large
+    except TimeoutError:
+        raise APIError(408, f"the request body did not arrive within {seconds:g} s (--read-timeout)",
+                       code="request_timeout", headers={"Connection": "close"}) from None
+    try:
+        return parse_json(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise bad_request("the request body is not UTF-8 text", code="invalid_json") from None
+    except UntrustedInputError as exc:
+        raise bad_request(f"the request body is refused: {exc}", code="invalid_json") from None
     except ValueError:
         raise bad_request("the request body is not valid JSON", code="invalid_json") from None
 
@@ -178,11 +201,12 @@ def create_app(state: ServeState) -> FastAPI:
             question = getattr(request.state, "question", None)
             if state.config.server.log_requests and question is not None:
                 line += f" question={json.dumps(state.mask(question), ensure_ascii=False)}"
-            state.log.info(line)
+            state.log.info(printable(line))  # the path and question are the client's: no raw escapes
 
     async def serve_completion(request: Request, endpoint: Endpoint) -> Response:
         state.check_key(request)
-        body = await read_json(request, state.config.server.max_body_bytes)
+        server = state.config.server
+        body = await read_json(request, server.max_body_bytes, server.read_timeout)
         model, question_of = ENDPOINTS[endpoint]
         parsed = parse_request(model, body)
         question, unused = question_of(parsed)
@@ -193,7 +217,7 @@ def create_app(state: ServeState) -> FastAPI:
         if parsed.seed is not None and (given is None or isinstance(given, dict)):
             given = {"seed": parsed.seed, **(given or {})}  # `a2c.seed` wins over the OpenAI `seed`
         try:
-            settings = override(state.config.defaults, given)
+            settings = override(state.config.defaults, given, limits=server)
         except SettingsError as exc:
             raise bad_request(str(exc), param=exc.param) from None
         request.state.question = question
@@ -266,8 +290,11 @@ async def check_upstreams(state: ServeState) -> list[dict[str, Any]]:
 
 
 def build_state(config: ServeConfig, generator: Generator, *, api_key: str | None) -> ServeState:
-    """Engine, batcher and keys for a config; the upstream key (from the generator's env var) is a secret."""
-    engine = Engine(generator, config.generator)
+    """Engine (its judges built and loaded here), batcher and keys for a config; the upstream key (from the
+    generator's env var) is a secret. A failed upstream request fails alone (`CachedGenerator.keep_going`)."""
+    if isinstance(generator, CachedGenerator):
+        generator.keep_going()
+    engine = Engine(generator, config.generator, config.defaults.judges)
     server = config.server
     batcher: Batcher[Ask, Answered] = Batcher(
         engine.answer, window=server.batch_window, max_batch=server.max_batch, max_pending=server.max_pending,

@@ -3,8 +3,8 @@ asks, and the server's own limits.
 
 The answer settings are the run config's own sections (`seed`, `variation`, `judges`, `entropy_judge`,
 `a2c`), validated by the run config's model, so a served answer and an `a2c run` answer are configured
-alike and a typo fails the same way. A request may override them in its `a2c` object; the generator and
-the limits are the operator's alone (a request never picks the upstream or its key).
+alike and a typo fails the same way. A request may override some of them in its `a2c` object, within the
+limits (`a2c.serve.per_request`); the generator, the judges' options and the limits are the operator's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from a2c.llm import GeneratorConfig
 from a2c.qa.config import ExperimentConfig
 
 SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "a2c")  # per request
-_MERGED_KEYS = frozenset({"variation", "a2c"})  # a request's keys go on top of the server's, not instead
 FILE_KEYS: tuple[str, ...] = ("generator", "server", *SETTING_KEYS)
 
 
@@ -46,7 +45,13 @@ class ServerOptions(BaseModel):
     max_pending: int = Field(256, ge=1)  # requests queued or being answered; more are refused with 429
     deadline: float = Field(600.0, gt=0, allow_inf_nan=False)  # seconds per request, queue included
     max_body_bytes: int = Field(1_048_576, ge=1)
+    read_timeout: float = Field(10.0, gt=0, allow_inf_nan=False)  # seconds for a request's head, and its body
     log_requests: bool = False  # put the question of each request in the access log
+    # what one request may cost (a2c.serve.per_request): answers per temperature, tokens per reply, and the
+    # model calls its settings could make for its question
+    max_samples: int = Field(16, ge=1)
+    max_tokens: int = Field(1024, ge=1)
+    max_calls_per_request: int = Field(256, ge=1)
 
 
 def describe(exc: ValidationError, prefix: str) -> tuple[str, str]:
@@ -72,24 +77,6 @@ def answer_settings(values: dict[str, Any], where: str) -> ExperimentConfig:
     except ValidationError as exc:
         message, key = describe(exc, where)
         raise SettingsError(message, key) from None
-
-
-def override(defaults: ExperimentConfig, given: Any, where: str = "a2c") -> ExperimentConfig:
-    """The server's settings with a request's `a2c` object on top: `variation` and `a2c` key by key, the
-    rest replaced. Judges given without `entropy_judge` also reset it (the old one may not be among them)."""
-    if not given:
-        return defaults
-    if not isinstance(given, dict):
-        raise SettingsError(f"{where}: expected an object of settings ({', '.join(SETTING_KEYS)})", where)
-    merged = defaults.model_dump(mode="json", include=set(SETTING_KEYS))
-    for key, value in given.items():
-        if key in _MERGED_KEYS and isinstance(value, dict) and key in merged:
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
-    if "judges" in given and "entropy_judge" not in given:
-        merged["entropy_judge"] = None
-    return answer_settings(merged, where)
 
 
 def settings_json(config: ExperimentConfig) -> dict[str, Any]:

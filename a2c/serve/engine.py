@@ -3,32 +3,38 @@
 Runs on the batcher's worker thread. Questions of a batch that share their answer settings go through one
 `AskToChoose.answer_many` pass (the run's own stages, one generate call per step for all of them); a batch
 holding several settings makes one pass per settings. The run's judges stage scores every question's
-answer sets in the same pass (one call per judge), as `a2c probe` does.
+answer sets in the same pass (one call per judge), as `a2c probe` does, with the judges the server built
+(and whose models it loaded) at start-up. A failed prompt fails only the questions that needed it, and a
+question whose client left is not worked for (`a2c.serve.isolation`).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from a2c.choose import AskToChoose, Choice
-from a2c.judges import JudgeSpec
+from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.llm import Generator, GeneratorConfig
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import SOURCES, Source
 from a2c.serve.config import settings_json
+from a2c.serve.isolation import PassGenerator
 from a2c.serve.usage import RecordingGenerator, Usage, attribute
 
 
 @dataclass(frozen=True)
 class Ask:
-    """One question to answer and the settings to answer it with."""
+    """One question to answer and the settings to answer it with; `left` is set when its client stops
+    waiting (deadline), so its pass stops working for it."""
 
     question: str
     settings: ExperimentConfig
+    left: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     @property
     def settings_key(self) -> str:
@@ -68,9 +74,11 @@ def wrapper(generator: Generator, settings: ExperimentConfig) -> AskToChoose:
 class Engine:
     """Answers batches on one generator; `recorder.steps` / `recorder.samples` tell how far a pass got."""
 
-    def __init__(self, generator: Generator, generator_config: GeneratorConfig) -> None:
+    def __init__(self, generator: Generator, generator_config: GeneratorConfig,
+                 judges: Sequence[JudgeSpec]) -> None:
         self.recorder = RecordingGenerator(generator)
-        self.generator_config = generator_config
+        self.isolated = PassGenerator(self.recorder)
+        self.loaded = {spec.name: self._load(spec, generator_config) for spec in judges}
 
     def answer(self, asks: Sequence[Ask]) -> list[Answered | Exception]:
         """Every ask answered, or the exception that ended its settings' pass (other passes go on)."""
@@ -87,28 +95,43 @@ class Engine:
                 results[i] = result
         return results
 
-    def judges(self, settings: ExperimentConfig) -> list[JudgeSpec]:
-        """The settings' judges, scoring into the served generator's cache file unless they name one."""
-        cache = {"cache": self.generator_config.cache}
-        return [JudgeSpec.of(spec.name, **{**(cache if "cache" in judge_options(spec.name) else {}),
-                                           **spec.options}) for spec in settings.judges]
+    def _load(self, spec: JudgeSpec, generator_config: GeneratorConfig) -> Judge:
+        """A judge of the server's, its model loaded now (one pair scored): a request only names it, so no
+        request ever makes the server load a model. A judge that asks the served model asks it as the pass
+        does; judges score into the served generator's cache file unless they name one."""
+        options = dict(spec.options)
+        on_served = JUDGES.get(spec.name).takes_run_generator and options.get("generator") is None
+        if on_served:
+            options["generator"] = self.isolated
+        if "cache" in judge_options(spec.name):
+            options.setdefault("cache", generator_config.cache)
+        judge = build_judge(spec.name, **options)
+        if not on_served:
+            judge.matrices(["Is the judge loaded?"], [["It is.", "Yes."]])
+        return judge
 
-    def _one_pass(self, asks: Sequence[Ask]) -> list[Answered]:
+    def _one_pass(self, asks: Sequence[Ask]) -> list[Answered | Exception]:
         settings = asks[0].settings
         started = time.monotonic()
         self.recorder.take()  # what an earlier, failed pass left
-        choices = wrapper(self.recorder, settings).answer_many([a.question for a in asks],
-                                                               judges=self.judges(settings))
+        self.isolated.begin([a.question for a in asks], [a.left for a in asks])
+        judges = {spec.name: self.loaded[spec.name] for spec in settings.judges}
+        choices = wrapper(self.isolated, settings).answer_many([a.question for a in asks],
+                                                               judges=settings.judges, built=judges)
+        failed = self.isolated.failed(choices)
         consistency = [_consistency(settings, choice) for choice in choices]
         calls = self.recorder.take()
         usage, total = attribute(calls, choices)
         techniques = [t.name for t in settings.variation.resolved_techniques()]
         seconds = time.monotonic() - started
-        out = []
-        for choice, sets, spent in zip(choices, consistency, usage, strict=True):
+        out: list[Answered | Exception] = []
+        for choice, sets, spent, error in zip(choices, consistency, usage, failed, strict=True):
+            if error is not None:
+                out.append(error)
+                continue
             answered = {g.slot for g in choice.generations if g.source == "paraphrase"}
-            failed = [name for slot, name in enumerate(techniques) if slot not in answered]
-            out.append(Answered(choice, sets, settings.entropy_judge_name, failed, spent, total, len(asks),
+            dropped = [name for slot, name in enumerate(techniques) if slot not in answered]
+            out.append(Answered(choice, sets, settings.entropy_judge_name, dropped, spent, total, len(asks),
                                 len(calls), seconds))
         return out
 

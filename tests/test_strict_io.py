@@ -179,3 +179,11 @@ def test_an_error_line_escapes_control_characters(tmp_path):
     error = one_error(a2c("run", "exp.yaml", cwd=tmp_path))
     assert "q\\x1b[2J\\x1b]0;owned\\x07.jsonl:1: question: a lone UTF-16 surrogate" in error
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in error)
+
+
+def test_human_labels_with_a_quote_left_open_fail_at_its_line(tmp_path, run):
+    labels = tmp_path / "labels.csv"
+    labels.write_text('id,source,phase,ann1,ann2\nq0,paraphrase,before,"1,0\nq1,paraphrase,before,1,1\n',
+                      encoding="utf-8")
+    error = one_error(a2c("report", str(run), "--human-labels", str(labels), cwd=tmp_path))
+    assert f"{labels}:2: not valid CSV: unexpected end of data (a quote opened on this line" in error

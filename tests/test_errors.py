@@ -101,6 +101,8 @@ CORPUS = [
          ("q.jsonl:1: JSON nested deeper than 64 levels",)),
     Case("probe invisible question", ("probe", "\u200b\u00a0\t"), {},
          ("the question is empty (or only invisible characters)",)),
+    Case("probe question not UTF-8", ("probe", "caf\udce9?"), {},  # byte 0xe9 (Latin-1 é) in the argument
+         ("the question is not UTF-8 text",)),
     Case("header-only csv", ("run", "exp.yaml"),
          {"exp.yaml": _dataset_config("tqa.csv"), "tqa.csv": f"{HEADER}\n".encode()},
          ("tqa.csv: no questions",)),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2c.cli.argtypes import finite_number, whole_number
 from a2c.errors import A2CError
-from a2c.untrusted import is_blank, printable
+from a2c.untrusted import has_surrogate, is_blank, printable
 from a2c.wording import plural
 
 if TYPE_CHECKING:
@@ -172,6 +172,8 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
     if is_blank(args.question):  # zero-width spaces, NBSP or tabs alone ask nothing
         raise ProbeInputError("the question is empty (or only invisible characters): give the text to ask, "
                               'e.g. a2c probe "Why is the sky blue?"')
+    if has_surrogate(args.question):
+        raise ProbeInputError("the question is not UTF-8 text (the terminal or shell passed other bytes)")
     return [("q0", args.question)]
 
 

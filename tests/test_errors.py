@@ -130,7 +130,7 @@ CORPUS = [
          {"answers.csv": b"id,answer\ntruthfulqa-0,caf\xe9\n"}, ("answers.csv:2: not UTF-8 text",)),
     Case("score: csv row with a missing cell", ("score", "answers.csv"),
          {"answers.csv": b"id,question,answer\ntruthfulqa-0,Why?\n"},
-         ("answers.csv:2: the row's number of cells",)),
+         ("answers.csv:2: the row has 2 cells, the header 3",)),
     Case("score: unreadable option value", ("score", "answers.jsonl", "-s", "rouge1:use_stemmer=["),
          {"answers.jsonl": b'{"id": "truthfulqa-0", "answer": "x"}\n'}, ("-s 'rouge1:use_stemmer=['",)),
     Case("judge: latin-1 preset", ("judge", "--preset", "mine.yaml", "a", "b"),

@@ -139,6 +139,9 @@ def test_view_refuses_to_overwrite_what_a_run_reads_back(tmp_path, run):
     (("probe", "Why?", "--json", "{run}"), "--json {run}: is a folder, not a file"),
     (("models", "prepare", "--output", "{run}/report.md"),
      "--output {run}/report.md: is a file, not a folder"),
+    (("view", "{run}", "-o", "{run}/run.json/v.html"), "-o {run}/run.json/v.html: {run}/run.json is a file"),
+    (("compare", "{run}", "-o", "{run}/config.yaml/out"),
+     "-o {run}/config.yaml/out: {run}/config.yaml is a file"),
 ])
 def test_every_output_flag_refuses_a_run_file(tmp_path, run, argv, expected):
     before = digests(run)

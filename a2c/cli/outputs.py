@@ -30,10 +30,18 @@ def _run_file(path: Path) -> Path | None:
     return folder if names is not None and target.name in names else None
 
 
+def _file_above(path: Path, flag: str) -> None:
+    """OutputError when a folder `path` needs (its nearest existing ancestor) is a file."""
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise OutputError(f"{flag} {path}: {above} is a file, not a folder", hint=f"give {flag} another path")
+
+
 def check_output_file(path: Path, flag: str) -> None:
     """OutputError unless `path` may be written as the file a command was asked for."""
     if path.is_dir():
         raise OutputError(f"{flag} {path}: is a folder, not a file", hint=f"give {flag} a file name")
+    _file_above(path, flag)
     run = _run_file(path)
     if run is not None:
         raise OutputError(f"{flag} {path}: a2c reads this file back from the run folder {run}, so it is "
@@ -46,6 +54,7 @@ def check_output_folder(folder: Path, flag: str, names: Iterable[str] = ()) -> N
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{flag} {folder}: is a file, not a folder (a2c writes several files into it)",
                           hint=f"give {flag} a new or existing folder")
+    _file_above(folder, flag)
     for name in names:
         run = _run_file(folder / name)
         if run is not None:

@@ -99,6 +99,12 @@ CORPUS = [
          {"exp.yaml": b"name: x\ndataset: {name: file, path: q.jsonl}\n",
           "q.jsonl": b'{"question": "Why?", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"},
          ("q.jsonl:1: JSON nested deeper than 64 levels",)),
+    Case("classification input of invisible characters", ("run", "exp.yaml"),
+         {"exp.yaml": b"name: x\ntask: classification\ndataset:\n  path: d.jsonl\n"
+                      b"  labels: [entailment, contradiction]\n",
+          "d.jsonl": b'{"premise": "A cat sleeps.", "hypothesis": "\\u200b\\u2060", '
+                     b'"label": "entailment"}\n'},
+         ("d.jsonl:1: empty 'hypothesis' (column 'hypothesis', only invisible characters)",)),
     Case("probe invisible question", ("probe", "\u200b\u00a0\t"), {},
          ("the question is empty (or only invisible characters)",)),
     Case("probe question not UTF-8", ("probe", "caf\udce9?"), {},  # byte 0xe9 (Latin-1 é) in the argument

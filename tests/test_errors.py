@@ -107,6 +107,9 @@ CORPUS = [
          ("d.jsonl:1: empty 'hypothesis' (column 'hypothesis', only invisible characters)",)),
     Case("probe invisible question", ("probe", "\u200b\u00a0\t"), {},
          ("the question is empty (or only invisible characters)",)),
+    Case("probe --questions of invisible characters", ("probe", "--questions", "q.csv"),
+         {"q.csv": "question\nWhy?\n\u200b\u00a0\n".encode()},
+         ("q.csv:3: empty question (column 'question', only invisible characters)",)),
     Case("probe question not UTF-8", ("probe", "caf\udce9?"), {},  # byte 0xe9 (Latin-1 é) in the argument
          ("the question is not UTF-8 text",)),
     Case("header-only csv", ("run", "exp.yaml"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from a2c.errors import A2CError
+from a2c.untrusted import spreadsheet_cell
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,10 +38,12 @@ class Table:
         return "\n".join(lines)
 
     def csv(self) -> str:
+        """The table as CSV; cells hold labels and model names the user chose, so a cell a spreadsheet
+        would run as a formula is escaped."""
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow(self.header)
-        writer.writerows(self.rows)
+        for row in (self.header, *self.rows):
+            writer.writerow([spreadsheet_cell(cell) for cell in row])
         return out.getvalue()
 
 

@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -105,7 +104,8 @@ def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
 
 @dataclass
 class RunFolder(Store):
-    """A run folder on disk; every write is a temp file renamed into place, so a kill leaves no half file."""
+    """A run folder on disk; every write is a temp file renamed into place, so a kill leaves no half file.
+    Files get the mode the umask gives (0644 under the usual 0022), as any other program's would."""
 
     path: Path
 
@@ -122,7 +122,10 @@ class RunFolder(Store):
         target = self.file(name)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            # not mkstemp: its files are 0600 whatever the umask, and a run's files are shared (a report to
+            # mail, a folder on a group server); none holds a secret (keys stay in the environment)
+            tmp = str(target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)

@@ -40,17 +40,23 @@ def _depth(text: str) -> int:
     return deepest
 
 
+def has_surrogate(text: str) -> bool:
+    """Whether `text` holds a lone UTF-16 surrogate: from a JSON `\\ud800`, or from a command-line argument
+    that was not UTF-8 (Python keeps its bytes as surrogates); such text cannot be written as UTF-8."""
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
 def _surrogate_path(value: Any, path: str = "") -> str | None:
     """Where the first string holding a lone UTF-16 surrogate is (a key or a value), or None."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):
-            if any("\ud800" <= c <= "\udfff" for c in item):
+            if has_surrogate(item):
                 return where or "(top level)"
         elif isinstance(item, dict):
             for key, inner in item.items():
-                if any("\ud800" <= c <= "\udfff" for c in key):
+                if has_surrogate(key):
                     return f"{where}.{key!a}".lstrip(".")
                 stack.append((inner, f"{where}.{key}".lstrip(".")))
         elif isinstance(item, list):
@@ -85,12 +91,15 @@ def is_blank(text: str) -> bool:
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def spreadsheet_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as text: strings starting with = + - @ tab or CR get a leading `'`
-    (OWASP's rule against CSV injection); numbers and other values pass unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    (OWASP's rule against CSV injection); numbers and other values pass unchanged, and so does text that
+    is one signed number (`-0.012`, `+0.050`: a report's own figures, which must stay numbers and cannot
+    hold a formula)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
 

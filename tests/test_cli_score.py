@@ -83,14 +83,14 @@ def test_csv_with_own_column_names_and_options(tmp_path, capsys, records):
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("bad.jsonl", '{"id": "truthfulqa-0", "answer": "x"}\n{"id": "truthfulqa-1", "answer": \n',
      "bad.jsonl:2: not valid JSON"),
-    ("list.jsonl", '["truthfulqa-0", "x"]\n', "list.jsonl:1: expected a JSON object, got list"),
+    ("list.jsonl", '["truthfulqa-0", "x"]\n', "list.jsonl:1: expected a JSON object per line, got list"),
     ("noanswer.jsonl", '{"id": "truthfulqa-0", "text": "x"}\n',
      "noanswer.jsonl:1: row has no 'answer' column"),
     ("number.jsonl", '{"id": "truthfulqa-0", "answer": 3}\n', "number.jsonl:1: row has a non-text (int)"),
     ("noquestion.jsonl", '{"answer": "x"}\n', "noquestion.jsonl:1: row has neither 'id' nor 'question'"),
     ("empty.jsonl", "\n", "empty.jsonl: no answers in the file"),
     ("short.csv", "question,answer\nWhat?,yes\nonly one cell\n",
-     "short.csv:3: the row's number of cells differs from the header's 2"),
+     "short.csv:3: the row has 1 cells, the header 2"),
     ("none.jsonl", '{"question": "Not a TruthfulQA question", "answer": "x"}\n',
      "1 row, none matching a truthfulqa question"),
 ])

@@ -4,6 +4,9 @@ masked, and a run's `name` cannot put its folder outside `runs/`."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
@@ -35,6 +38,56 @@ KEY = "sk-proj-Zq81mXv0aa77KbLk3P"
 ])
 def test_redact_masks_credentials_and_keeps_the_rest(text, shown):
     assert redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    # a config error names the key, then says what is wrong: the words stay (they were `***`)
+    "exp.yaml:2: generator.token: unknown key", "exp.yaml:3: server.api_key: expected a string",
+    "password: expected at least 8 characters", "secret: missing",
+    # hub ids stay whole, or the `hf download` hint cannot be followed
+    "cannot load judge model 'microsoft/deberta-large-mnli' (`hf download microsoft/deberta-large-mnli`)",
+    "hf download sentence-transformers/all-MiniLM-L6-v2",
+    "hf download sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
+    "hf download cross-encoder/nli-deberta-v3-base --revision 0123456789abcdef0123456789abcdef01234567",
+    "Pneumonoultramicroscopicsilicovolcanoconiosis is one long word",
+])
+def test_redact_keeps_words_and_model_ids(text):
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("X-Api-Key: abcd1234efgh", "X-Api-Key: ***"),
+    ("password: Zq81mXv0aa77KbLk3PpQ", "password: ***"),
+    ('{"api_key": 12345678}', '{"api_key": ***}'),
+    ("my_token=abcdefgh", "my_token=***"),
+    ("secret='abcdefgh'", "secret='***'"),
+    ("key Zq81mXv0aa77KbLk3PpQ9rT2wX rejected", "key *** rejected"),  # random: mixed case and digits
+    ("model org/sk-proj-Zq81mXv0aa77KbLk3P", "model org/***"),
+])
+def test_redact_still_masks_credential_like_values(text, shown):
+    assert redact(text) == shown
+
+
+def test_a_key_read_from_a_variable_of_any_name_is_masked(monkeypatch):
+    monkeypatch.setenv("MY_LLM", "plainwordsecret")  # no format, no telling name: only being read marks it
+    assert redact("echo plainwordsecret") == "echo plainwordsecret"
+    OpenAIBackend(GeneratorConfig(backend="openai", base_urls=["http://127.0.0.1:9/v1"], cache=None,
+                                  api_key_env="MY_LLM"))
+    assert redact("echo plainwordsecret") == f"echo {MASK}"
+
+
+def test_error_lines_keep_words_and_the_hub_id_of_the_hint(tmp_path):
+    (tmp_path / "exp.yaml").write_text("name: x\ngenerator: {backend: openai, token: unknown}\n")
+    model = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    (tmp_path / "judges.yaml").write_text(f"judges:\n  - name: entail\n    model: {model}\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SOME_SERVICE_API_KEY": KEY}
+    env.pop("A2C_DEBUG", None)
+    done = [subprocess.run([sys.executable, "-m", "a2c", *argv], cwd=tmp_path, capture_output=True, text=True,
+                           env=env, timeout=300, check=False)
+            for argv in (["run", "exp.yaml"], ["judge", "a", "b", "--preset", "judges.yaml", "--no-cache"])]
+    assert [d.returncode for d in done] == [2, 2], [d.stderr for d in done]
+    assert "exp.yaml:2: generator.token: unknown key" in done[0].stderr
+    assert f"(`hf download {model}`)" in done[1].stderr and MASK not in done[1].stderr
 
 
 @given(st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=8, max_size=60),

@@ -45,7 +45,10 @@ def test_not_blank(text: str) -> None:
 
 @pytest.mark.parametrize(("cell", "shown"), [
     ("=HYPERLINK(x)", "'=HYPERLINK(x)"), ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"),
-    ("@SUM(1)", "'@SUM(1)"), ("+1", "'+1"), ("-2", "'-2"), ("\tx", "'\tx"), ("\rx", "'\rx"),
+    ("@SUM(1)", "'@SUM(1)"), ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"), ("-2-A1", "'-2-A1"),
+    ("\tx", "'\tx"), ("\r=1", "'\r=1"), ("-", "'-"), ("-inf", "'-inf"),
+    # one signed number is no formula: a report's figures stay numbers
+    ("+1", "+1"), ("-2", "-2"), ("-0.012", "-0.012"), ("-1e-5", "-1e-5"),
     ("Paris", "Paris"), (0.5, 0.5), (-1, -1)])
 def test_spreadsheet_cell(cell: object, shown: object) -> None:
     assert spreadsheet_cell(cell) == shown

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2c.data.errors import DatasetError
 from a2c.data.tables import Row, read_table
+from a2c.untrusted import is_blank
 
 if TYPE_CHECKING:
     from a2c.classification.config import ClassificationConfig
@@ -81,8 +82,10 @@ def _item(row: Row, number: int, config: ClassificationConfig) -> Classification
             "negated_label", "derivation")}
     where = row.where
     for field in ("premise", "hypothesis") if data.input == "pair" else ("text",):
-        if get[field] is None:
-            raise DatasetError(f"{where}: empty {field!r} (column {data.column(field)!r})")
+        value = get[field]
+        if value is None or is_blank(value):  # zero-width spaces or NUL alone give the model nothing
+            invisible = ", only invisible characters" if value else ""
+            raise DatasetError(f"{where}: empty {field!r} (column {data.column(field)!r}{invisible})")
     for field in ("label", "negated_label"):
         if get[field] is not None and get[field] not in data.labels:
             raise DatasetError(f"{where}: {field} {get[field]!r} is not in the label set {data.labels}",

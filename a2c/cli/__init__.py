@@ -24,6 +24,7 @@ from a2c.errors import A2CError
 from a2c.faults import environment_fault
 from a2c.interrupts import Terminated, sigterm_raises
 from a2c.redact import redact
+from a2c.untrusted import printable
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
 COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "score", "judge",
@@ -59,8 +60,9 @@ def _debug_everywhere(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 def _one_line(text: str) -> str:
     """A message on one line, so each failure is exactly one line however its text was built, with any
-    credential it quotes masked (a server's error body, a URL)."""
-    return redact(" ".join(part.strip() for part in text.splitlines() if part.strip()))
+    credential it quotes masked (a server's error body, a URL) and any control character it quotes (a
+    question, a file name) escaped, so it cannot clear the terminal or forge a line."""
+    return printable(redact(" ".join(part.strip() for part in text.splitlines() if part.strip())))
 
 
 def _user_error(exc: A2CError, debug: bool) -> int:

@@ -30,8 +30,10 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from a2c.view import compare_runs, write_comparison
+    from a2c.cli.outputs import check_output_folder
+    from a2c.view import COMPARE_FILES, compare_runs, write_comparison
 
+    check_output_folder(args.output, "-o", [f.name for f in COMPARE_FILES])
     comparison = compare_runs(args.run_dirs, labels=args.label, intersect=args.intersect)
     print(comparison.markdown())
     for path in write_comparison(comparison, args.output):

@@ -106,6 +106,9 @@ def rc_grids(n_bundles: int, bundle_size: int, progress: Callable[[float], objec
 
 
 def _rc_plot(args: argparse.Namespace) -> int:
+    from a2c.cli.outputs import check_output_file
+
+    check_output_file(args.out, "--out")
     n, b = args.bundles, args.bundle_size
     if not 1 <= n <= MAX_PLOT_BUNDLES:
         raise A2CError(f"--bundles={n} is outside 1..{MAX_PLOT_BUNDLES} for the plot")

@@ -29,11 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from a2c.cli.outputs import check_output_folder
     from a2c.llm.convert import convert_gguf, prepared_dir
     from a2c.llm.embedded import DEFAULT_MODEL
 
     model = args.model or DEFAULT_MODEL
     output = args.output or prepared_dir(model)
+    check_output_folder(output, "--output")
     convert_gguf(model, output)
     print(f"use it with: backend: vllm, model: {output}")
     return 0

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2c.cli.argtypes import finite_number, whole_number
 from a2c.errors import A2CError
+from a2c.untrusted import has_surrogate, is_blank, printable
 from a2c.wording import plural
 
 if TYPE_CHECKING:
@@ -168,9 +169,11 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
         return [(r.id, r.question) for r in _load_questions(args.questions, column_map)]
     if args.question is None:
         raise ProbeInputError('no question: give one (a2c probe "Why is the sky blue?") or --questions FILE')
-    if not args.question.strip():
-        raise ProbeInputError("the question is empty: give the text to ask, "
+    if is_blank(args.question):  # zero-width spaces, NBSP or tabs alone ask nothing
+        raise ProbeInputError("the question is empty (or only invisible characters): give the text to ask, "
                               'e.g. a2c probe "Why is the sky blue?"')
+    if has_surrogate(args.question):
+        raise ProbeInputError("the question is not UTF-8 text (the terminal or shell passed other bytes)")
     return [("q0", args.question)]
 
 
@@ -249,11 +252,14 @@ def _print(result: ProbeResult, judge_name: str) -> None:
 
 def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
+    from a2c.cli.outputs import check_output_file
     from a2c.judges import JudgeSpec
     from a2c.llm import build_generator
     from a2c.llm.server import check_servers
     from a2c.qa.selection import SELECTION_METHODS
 
+    if args.json is not None:  # refused before any model call, not after the work is done
+        check_output_file(args.json, "--json")
     asked = _asked(args)
     config = _generator_config(args)
     check_servers([config])
@@ -301,8 +307,9 @@ def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int
 
 
 def _log(line: str) -> None:
-    """Where the probe is: on stderr, so stdout holds the results alone."""
-    print(line, file=sys.stderr, flush=True)
+    """Where the probe is: on stderr, so stdout holds the results alone (control characters escaped: a
+    line may quote a file name)."""
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 def _label(source: str, slot: int) -> str:

@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from a2c.cli.outputs import check_output_folder
 from a2c.errors import A2CError
 from a2c.files import read_text
+from a2c.untrusted import is_blank, printable, spreadsheet_cell
 from a2c.wording import plural
+
+if TYPE_CHECKING:
+    from a2c.data.tables import Row
 
 # what the benchmark's own script reports (`run_bleu_and_rouge`); bleurt and embedding load a model
 DEFAULT_SIMILARITIES = ("bleu", "rouge1", "rouge2", "rougeL")
 SHOWN_UNKNOWN = 5  # unknown questions listed in the warning; all are counted
 KEYS = ("max", "diff", "acc")  # TruthfulQA's names for (max_true, diff, acc)
+SCORES, SUMMARY = "scores.csv", "summary.json"  # what it writes into --out
 
 EPILOG = """\
 input rows:
@@ -42,12 +46,6 @@ outputs (in --out, default <input stem>.scores/ next to the input):
 
 class ScoreInputError(A2CError):
     """An answers file that cannot be read: missing, empty, bad JSON, or a row without its columns."""
-
-
-@dataclass(frozen=True)
-class InputRow:
-    where: str  # "file:line", for messages
-    fields: Mapping[str, Any]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -84,50 +82,30 @@ def _similarity(text: str) -> Any:
         raise SpecError(f"-s {exc}") from None
 
 
-def _jsonl_rows(path: Path, lines: Iterator[str]) -> Iterator[InputRow]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line.rstrip("\r\n"))  # with its line break, an error at the end is "column 1"
-        except json.JSONDecodeError as exc:
-            raise ScoreInputError(f"{path}:{number}: not valid JSON ({exc.msg}, column {exc.colno})"
-                                  ) from None
-        except (ValueError, RecursionError) as exc:  # a number past Python's digit limit, deep nesting
-            raise ScoreInputError(f"{path}:{number}: JSON that cannot be read ({exc})") from None
-        if not isinstance(value, dict):
-            raise ScoreInputError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
-        yield InputRow(f"{path}:{number}", value)
+def read_rows(path: Path) -> list[Row]:
+    """Every row of a JSONL or CSV answers file (by extension; anything but .csv is read as JSONL), read by
+    the dataset loaders' own strict parsers, so a file refused as a dataset is refused here too."""
+    from a2c.data.tables import csv_table, jsonl_table
 
-
-def _csv_rows(path: Path, lines: Iterator[str]) -> Iterator[InputRow]:
-    reader = csv.DictReader(lines)
-    try:
-        for row in reader:
-            if None in row or None in row.values():  # DictReader: more or fewer cells than the header
-                raise ScoreInputError(f"{path}:{reader.line_num}: the row's number of cells differs from the "
-                                      f"header's {len(reader.fieldnames or [])}")
-            yield InputRow(f"{path}:{reader.line_num}", row)
-    except csv.Error as exc:
-        raise ScoreInputError(f"{path}:{reader.line_num}: not valid CSV ({exc})") from None
-
-
-def read_rows(path: Path) -> list[InputRow]:
-    """Every row of a JSONL or CSV answers file (by extension; anything but .csv is read as JSONL)."""
     text = read_text(path, ScoreInputError, what="answers file", hint="save the answers as UTF-8 text")
-    lines = io.StringIO(text, newline="")
-    rows = list((_csv_rows if path.suffix.lower() == ".csv" else _jsonl_rows)(path, lines))
-    if not rows:
+    table = (csv_table if path.suffix.lower() == ".csv" else jsonl_table)(path, text)
+    if not table.rows:
         raise ScoreInputError(f"{path}: no answers in the file")
-    return rows
+    return table.rows
 
 
-def _text(row: InputRow, column: str) -> str | None:
-    value = row.fields.get(column)
+def _text(row: Row, column: str) -> str | None:
+    """The row's text in `column`, None when the cell is missing or empty. A cell of invisible characters
+    alone (zero-width spaces, NBSP, tabs) is refused: it names no question, and skipping it as unknown
+    would hide the damage."""
+    value = row.values.get(column)
     if value is None or value == "":
         return None
     if not isinstance(value, str):
         raise ScoreInputError(f"{row.where}: {column!r} must be text, got {type(value).__name__}")
+    if is_blank(value):
+        raise ScoreInputError(f"{row.where}: the {column!r} cell holds only invisible characters "
+                              f"({ascii(value)[:60]}); give the question's text or leave it empty")
     return value
 
 
@@ -135,19 +113,19 @@ def _spaces(text: str) -> str:
     return " ".join(text.split())
 
 
-def match_rows(rows: Sequence[InputRow], records: Sequence[Any], answer_column: str, question_column: str
-               ) -> tuple[list[tuple[Any, str]], list[InputRow]]:
+def match_rows(rows: Sequence[Row], records: Sequence[Any], answer_column: str, question_column: str
+               ) -> tuple[list[tuple[Any, str]], list[Row]]:
     """(record, answer) of every row whose question is known, and the rows whose question is not."""
     by_id = {r.id: r for r in records}
     by_question = {_spaces(r.question): r for r in records}
     matched, unknown = [], []
     for row in rows:
-        answer = row.fields.get(answer_column)
+        answer = row.values.get(answer_column)
         if not isinstance(answer, str):
             problem = "has no" if answer is None else f"has a non-text ({type(answer).__name__})"
             raise ScoreInputError(f"{row.where}: row {problem} {answer_column!r} column "
                                   "(set --answer-column to the answer's column)")
-        ident, question = row.fields.get("id"), _text(row, question_column)
+        ident, question = row.values.get("id"), _text(row, question_column)
         if ident is None and question is None:
             raise ScoreInputError(f"{row.where}: row has neither 'id' nor {question_column!r} "
                                   "(set --question-column to the question's column)")
@@ -160,15 +138,15 @@ def match_rows(rows: Sequence[InputRow], records: Sequence[Any], answer_column: 
     return matched, unknown
 
 
-def _describe(row: InputRow, question_column: str) -> str:
-    return f"{row.where}: {str(row.fields.get(question_column) or row.fields.get('id'))[:60]!r}"
+def _describe(row: Row, question_column: str) -> str:
+    return f"{row.where}: {str(row.values.get(question_column) or row.values.get('id'))[:60]!r}"
 
 
-def _warn_unknown(unknown: Sequence[InputRow], total: int, dataset: str, question_column: str) -> None:
+def _warn_unknown(unknown: Sequence[Row], total: int, dataset: str, question_column: str) -> None:
     shown = "; ".join(_describe(r, question_column) for r in unknown[:SHOWN_UNKNOWN])
     more = f" and {len(unknown) - SHOWN_UNKNOWN} more" if len(unknown) > SHOWN_UNKNOWN else ""
-    print(f"a2c: warning: {len(unknown)} of {total} rows match no {dataset} question and were skipped: "
-          f"{shown}{more}", file=sys.stderr)
+    print(printable(f"a2c: warning: {len(unknown)} of {total} rows match no {dataset} question and were "
+                    f"skipped: {shown}{more}"), file=sys.stderr)
 
 
 def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mapping[str, Sequence[Any]]
@@ -176,8 +154,9 @@ def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mappin
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["id", "question", "answer"] + [f"{s}_{k}" for s in scores for k in KEYS])
-        for k, (record, answer) in enumerate(matched):
-            writer.writerow([record.id, record.question, answer] + [v for s in scores for v in scores[s][k]])
+        for k, (record, answer) in enumerate(matched):  # answers come from anywhere: formulas are escaped
+            cells = [record.id, record.question, answer] + [v for s in scores for v in scores[s][k]]
+            writer.writerow([spreadsheet_cell(cell) for cell in cells])
 
 
 def _load_questions(dataset: str, path: Path | None) -> list[Any]:
@@ -206,6 +185,8 @@ def _score(args: argparse.Namespace) -> int:
     names = [name for name, _ in specs]
     if len(set(names)) != len(names):
         raise A2CError(f"a similarity is given twice: {names} (outputs are keyed by name)")
+    out = args.out or args.answers.with_name(f"{args.answers.stem}.scores")
+    check_output_folder(out, "--out", (SCORES, SUMMARY))
     rows = read_rows(args.answers)
     records = _load_questions(args.dataset, args.path)
     matched, unknown = match_rows(rows, records, args.answer_column, args.question_column)
@@ -220,13 +201,12 @@ def _score(args: argparse.Namespace) -> int:
     means = {name: {key: sum(s[j] for s in values) / len(values) for j, key in enumerate(KEYS)}
              for name, values in scores.items()}
 
-    out = args.out or args.answers.with_name(f"{args.answers.stem}.scores")
     out.mkdir(parents=True, exist_ok=True)
-    _write_scores(out / "scores.csv", matched, scores)
+    _write_scores(out / SCORES, matched, scores)
     summary = {"input": str(args.answers), "dataset": args.dataset, "answers": len(matched),
                "skipped_unknown_question": len(unknown),
                "similarities": {name: {"options": options, **means[name]} for name, options in specs}}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
 
     print(f"scored {plural(len(matched), 'answer')} against "
           f"{plural(len({r.id for r in refs}), f'{args.dataset} question')}")
@@ -234,5 +214,5 @@ def _score(args: argparse.Namespace) -> int:
     for name, m in means.items():
         label = similarity_label(name).split(" ")[0]
         print(f"{name:<12} {label:<8} {m['max']:>9.4f} {m['diff']:>9.4f} {m['acc']:>7.4f}")
-    print(f"wrote {out / 'scores.csv'} and {out / 'summary.json'}")
+    print(f"wrote {out / SCORES} and {out / SUMMARY}")
     return 0

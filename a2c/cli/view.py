@@ -27,9 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from a2c.view import HTML_FILE, write_view
+    from a2c.cli.outputs import check_output_file
+    from a2c.view import HTML_FILE, view_file, write_view
 
     default = args.run_dirs[0] / HTML_FILE if len(args.run_dirs) == 1 else DEFAULT_MANY
+    check_output_file(view_file(args.output or default), "-o")
     out = write_view(args.run_dirs, args.output or default, labels=args.label, intersect=args.intersect)
     print(f"written: {out}")
     if args.open:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from a2c.data.errors import DatasetError
 from a2c.data.records import QARecord, split_references, with_best
 from a2c.data.tables import Row, Table
+from a2c.untrusted import is_blank, parse_json
 
 LIST_FIELDS = ("correct", "incorrect")
 
@@ -83,13 +84,13 @@ def _list(row: Row, column: str | None, separator: str) -> tuple[str, ...]:
     text = value.strip()
     if text.startswith("[") and text.endswith("]"):
         try:
-            parsed = json.loads(text)
+            parsed = parse_json(text)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{row.where}: column {column!r} looks like a JSON list but is not valid JSON "
                                f"({exc.msg}, column {exc.colno})") from None
-        except (ValueError, RecursionError):  # a number past Python's digit limit, deep nesting
+        except ValueError as exc:  # too deep, a lone surrogate (UntrustedInputError), a number too long
             raise DatasetError(f"{row.where}: column {column!r} looks like a JSON list but cannot be read "
-                               "(nested too deep or a number too long)") from None
+                               f"({exc})") from None
         if isinstance(parsed, list):
             return _items(row, column, parsed)
     return split_references(text, separator)
@@ -100,8 +101,9 @@ def record_from_row(row: Row, columns: Mapping[str, str], *, index: int, id_pref
     """One row as a record, or a DatasetError at `row.where` saying what is wrong. The best answer joins the
     correct references (as TruthfulQA scores it); a row has both kinds of reference or neither."""
     question = _text(row, columns["question"])
-    if not question:
-        raise DatasetError(f"{row.where}: empty question (column {columns['question']!r})")
+    if is_blank(question):  # zero-width spaces, NBSP, tabs or NUL alone ask nothing
+        raise DatasetError(f"{row.where}: empty question (column {columns['question']!r}"
+                           f"{', only invisible characters' if question else ''})")
     qid = _text(row, columns.get("id")) if "id" in columns else f"{id_prefix}-{index}"
     if not qid:
         raise DatasetError(f"{row.where}: empty id (column {columns['id']!r})")

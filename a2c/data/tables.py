@@ -9,13 +9,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2c.data.errors import DatasetError
 from a2c.files import DEFAULT_ENCODING, read_text
+from a2c.untrusted import UntrustedInputError, parse_json
 
 ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
 
@@ -54,49 +55,69 @@ class Table:
                                      missing=tuple(missing), available=self.columns)
 
 
-def _read_csv(path: Path, encoding: str) -> Table:
-    text = read_text(path, DatasetError, what="CSV file", encoding=encoding, hint=ENCODING_HINT)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    rows: list[Row] = []
+def csv_rows(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
+    """Each non-blank row of CSV text with the line it starts on, header first. Quoting is strict: a quote
+    left open would otherwise swallow every later row into one cell, and the file would look shorter."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    end = 0
     try:
-        header = [h.strip() for h in next(reader, [])]
-        end = reader.line_num
         for cells in reader:
             start, end = end + 1, reader.line_num
-            if not any(cell.strip() for cell in cells):  # blank lines are no rows
-                continue
-            where = f"{path}:{start}"
-            if len(cells) != len(header):
-                raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a "
-                                   "comma or line break inside an unquoted cell?)")
-            rows.append(Row(where, dict(zip(header, cells, strict=True))))
-    except csv.Error as exc:
-        raise DatasetError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from None
+            if any(cell.strip() for cell in cells):  # blank lines are no rows
+                yield start, cells
+    except csv.Error as exc:  # the row that fails starts right after the last one read
+        unclosed = " (a quote opened on this line is never closed)" if "end of data" in str(exc) else ""
+        raise DatasetError(f"{path}:{end + 1}: not valid CSV: {exc}{unclosed}") from None
+
+
+def csv_table(path: Path, text: str) -> Table:
+    """The rows of CSV text under its first row's column names; every row must have one cell per column."""
+    rows: list[Row] = []
+    lines = csv_rows(path, text)
+    header = [h.strip() for h in next(lines, (1, []))[1]]
+    for start, cells in lines:
+        where = f"{path}:{start}"
+        if len(cells) != len(header):
+            raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a "
+                               "comma or line break inside an unquoted cell?)")
+        rows.append(Row(where, dict(zip(header, cells, strict=True))))
     return Table(path, tuple(header), rows)
 
 
-def _read_jsonl(path: Path, encoding: str) -> Table:
-    text = read_text(path, DatasetError, what="JSONL file", encoding=encoding, hint=ENCODING_HINT)
+def jsonl_table(path: Path, text: str) -> Table:
+    """One JSON object per line; each line goes through `parse_json`, so depth and surrogates are bounded.
+    Lines end at \n or \r only: a U+2028 inside a JSON string is text, not a line break."""
     rows: list[Row] = []
     columns: dict[str, None] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(io.StringIO(text, newline=""), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            value = json.loads(line)
+            value = parse_json(line.rstrip("\r\n"))  # with its line break, an error at the end is "column 1"
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})",
                                hint="a JSONL file holds one JSON object per line") from None
-        except (ValueError, RecursionError) as exc:  # a number past Python's digit limit, deep nesting
-            detail = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
-            raise DatasetError(f"{where}: JSON that cannot be read ({detail})",
-                               hint="a JSONL file holds one JSON object of questions per line") from None
+        except UntrustedInputError as exc:  # nested too deep, a lone surrogate
+            raise DatasetError(f"{where}: {exc}") from None
+        except ValueError as exc:  # a number past Python's digit limit
+            raise DatasetError(f"{where}: JSON that cannot be read ({exc})",
+                               hint="a JSONL file holds one JSON object per line") from None
         if not isinstance(value, dict):
             raise DatasetError(f"{where}: expected a JSON object per line, got {type(value).__name__}")
         columns.update(dict.fromkeys(value))
         rows.append(Row(where, value))
     return Table(path, tuple(columns), rows)
+
+
+def _read_csv(path: Path, encoding: str) -> Table:
+    return csv_table(path, read_text(path, DatasetError, what="CSV file", encoding=encoding,
+                                     hint=ENCODING_HINT))
+
+
+def _read_jsonl(path: Path, encoding: str) -> Table:
+    return jsonl_table(path, read_text(path, DatasetError, what="JSONL file", encoding=encoding,
+                                       hint=ENCODING_HINT))
 
 
 def _read_parquet(path: Path, encoding: str) -> Table:

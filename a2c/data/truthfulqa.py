@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -11,8 +9,9 @@ from a2c.data.columns import TRUTHFULQA_HUB_COLUMNS, records_from_table
 from a2c.data.errors import DatasetError
 from a2c.data.own import hub_table
 from a2c.data.records import QARecord, split_references, with_best
-from a2c.data.tables import ENCODING_HINT, Row, Table
+from a2c.data.tables import ENCODING_HINT, Row, Table, csv_rows
 from a2c.files import DEFAULT_ENCODING, read_text
+from a2c.untrusted import is_blank
 
 HF_DATASET = "truthfulqa/truthful_qa"
 HF_CONFIG = "generation"
@@ -39,10 +38,12 @@ def _csv_record(where: str, index: int, header: Sequence[str], cells: Sequence[s
         raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a comma "
                            "inside an unquoted cell?)")
     row = dict(zip(header, cells, strict=False))
-    empty = [name for name in FILLED_COLUMNS if not split_references(row[name])]
+    # a cell of zero-width spaces, NBSP or tabs alone is as empty as a blank one
+    empty = [name for name in FILLED_COLUMNS if all(is_blank(r) for r in split_references(row[name]))]
     if empty:
         raise DatasetError(f"{where}: empty {' and '.join(map(repr, empty))} cell (each question needs a "
-                           "question, a best answer and at least one incorrect answer)")
+                           "question, a best answer and at least one incorrect answer; invisible "
+                           "characters alone count as empty)")
     correct, incorrect = split_references(row["Correct Answers"]), split_references(row["Incorrect Answers"])
     return record_from_fields(index, row["Question"], row["Best Answer"], correct, incorrect, row["Category"])
 
@@ -53,21 +54,14 @@ def load_truthfulqa_csv(path: str | Path, encoding: str = DEFAULT_ENCODING) -> l
     break)."""
     path = Path(path)
     text = read_text(path, DatasetError, what="TruthfulQA CSV", encoding=encoding, hint=ENCODING_HINT)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    records: list[QARecord] = []
-    try:
-        header = next(reader, [])
-        missing = [c for c in CSV_COLUMNS if c not in header]
-        if missing:
-            raise DatasetError(f"{path}:1: not a TruthfulQA CSV, missing column(s) {missing}",
-                               hint=f"the first row must name the columns {', '.join(CSV_COLUMNS)}")
-        end = reader.line_num
-        for cells in reader:
-            start, end = end + 1, reader.line_num
-            if any(cell.strip() for cell in cells):  # blank lines are no rows
-                records.append(_csv_record(f"{path}:{start}", len(records), header, cells))
-    except csv.Error as exc:
-        raise DatasetError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from None
+    lines = csv_rows(path, text)
+    first, header = next(lines, (1, []))
+    missing = [c for c in CSV_COLUMNS if c not in header]
+    if missing:
+        raise DatasetError(f"{path}:{first}: not a TruthfulQA CSV, missing column(s) {missing}",
+                           hint=f"the first row must name the columns {', '.join(CSV_COLUMNS)}")
+    records = [_csv_record(f"{path}:{start}", index, header, cells)
+               for index, (start, cells) in enumerate(lines)]
     if not records:
         raise DatasetError(f"{path}: no questions, only a header row")
     return records

@@ -48,7 +48,7 @@ from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, FailedJobs, SampleResult
 from a2c.llm.server import model_identity
-from a2c.redact import redact
+from a2c.redact import redact, remember_secret
 
 
 class BackendError(A2CError):
@@ -105,6 +105,7 @@ class OpenAIBackend:
         self.model = config.model
         self.config = config
         key = os.environ.get(config.api_key_env)
+        remember_secret(key)  # masked in every error line, whatever the variable is called
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=config.max_concurrency,
                               max_keepalive_connections=config.max_concurrency)

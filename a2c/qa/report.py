@@ -6,12 +6,13 @@ Everything here reads the run's typed rows only (`metrics.jsonl`, `choices.jsonl
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from a2c.data.tables import csv_rows
+from a2c.files import read_text
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.signal import oracle_curve, rejection_curve
 from a2c.qa.rows import METRICS, SOURCES, SUMMARY, UNCERTAINTY, MetricRow, UncertaintyRow
@@ -185,18 +186,16 @@ def counts_table(summary: QASummary) -> Table:
 
 def read_human_labels(path: Path) -> dict[tuple[str, str, str], list[str]]:
     """CSV with columns id, source, phase, then one column per annotator (labels of any kind)."""
-    if not path.is_file():
-        raise ReportError(f"human labels file not found: {path}")
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if not header or header[:3] != ["id", "source", "phase"] or len(header) < 5:
-            raise ReportError(f"{path}: expected columns id, source, phase and at least two annotators")
-        labels = {}
-        for line, row in enumerate(reader, start=2):
-            if len(row) != len(header) or any(not v.strip() for v in row):
-                raise ReportError(f"{path}:{line}: expected {len(header)} non-empty values")
-            labels[(row[0], row[1], row[2])] = [v.strip() for v in row[3:]]
+    # read as data files are: strict quoting, so a quote left open fails at its line, not rows later
+    lines = csv_rows(path, read_text(path, ReportError, what="human labels file", encoding="utf-8"))
+    _, header = next(lines, (1, []))
+    if header[:3] != ["id", "source", "phase"] or len(header) < 5:
+        raise ReportError(f"{path}: expected columns id, source, phase and at least two annotators")
+    labels = {}
+    for line, row in lines:
+        if len(row) != len(header) or any(not v.strip() for v in row):
+            raise ReportError(f"{path}:{line}: expected {len(header)} non-empty values")
+        labels[(row[0], row[1], row[2])] = [v.strip() for v in row[3:]]
     return labels
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from a2c.qa.summary import QASummary
 from a2c.store import RunFolder
-from a2c.view.compare import CompareError, Comparison, compare_opened, compare_runs, write_comparison
+from a2c.view.compare import (
+    COMPARE_FILES,
+    CompareError,
+    Comparison,
+    compare_opened,
+    compare_runs,
+    write_comparison,
+)
 from a2c.view.html import RunPage, render_html
 from a2c.view.overview import report_sections, summary_section
 from a2c.view.runs import OpenedRun, open_run
@@ -58,15 +65,20 @@ def build_view(paths: Sequence[Path], *, labels: Sequence[str] | None = None, in
     return render_html(title, [run_page(run, t) for run, t in zip(runs, titles, strict=True)], comparison)
 
 
+def view_file(out: Path) -> Path:
+    """The file the view goes to when asked for `out`: `out/report.html` for a folder."""
+    return out / HTML_FILE if out.is_dir() else out
+
+
 def write_view(paths: Sequence[Path], out: Path, *, labels: Sequence[str] | None = None,
                intersect: bool = False) -> Path:
     """Write the view to `out` (`out/report.html` for a folder), in one step: a reader never sees half a
     file. Returns the file written."""
-    out = out / HTML_FILE if out.is_dir() else out
+    out = view_file(out)
     text = build_view(paths, labels=labels, intersect=intersect)
     RunFolder(out.parent).write_text(out.name, text)
     return out
 
 
-__all__ = ["HTML_FILE", "CompareError", "Comparison", "build_view", "compare_runs", "write_comparison",
-           "write_view"]
+__all__ = ["COMPARE_FILES", "HTML_FILE", "CompareError", "Comparison", "build_view", "compare_runs",
+           "view_file", "write_comparison", "write_view"]

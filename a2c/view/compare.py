@@ -32,6 +32,7 @@ RESAMPLES = 2000
 LEVEL = 0.95
 SEED = 0  # fixed, so the same runs always get the same intervals
 COMPARE_MD, COMPARE_CSV, COMPARE_PNG = RunFile("compare.md"), RunFile("compare.csv"), RunFile("compare.png")
+COMPARE_FILES = (COMPARE_MD, COMPARE_CSV, COMPARE_PNG)
 
 
 class CompareError(A2CError):
@@ -278,4 +279,4 @@ def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
     folder.write_text(COMPARE_MD.name, comparison.markdown())
     folder.write_text(COMPARE_CSV.name, comparison.long_table().csv())
     folder.write_bytes(COMPARE_PNG.name, comparison.plot())
-    return [folder.file(f.name) for f in (COMPARE_MD, COMPARE_CSV, COMPARE_PNG)]
+    return [folder.file(f.name) for f in COMPARE_FILES]

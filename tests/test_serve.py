@@ -25,6 +25,7 @@ from a2c.cli import build_parser, main
 from a2c.llm import Completion, Generation, GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.paraphrase import DEFAULT_TECHNIQUES
+from a2c.redact import redact
 from a2c.serve.app import build_state, create_app
 from a2c.serve.batcher import Batcher, QueueFull
 from a2c.serve.config import (
@@ -35,7 +36,7 @@ from a2c.serve.config import (
     read_serve_file,
 )
 from a2c.serve.engine import wrapper
-from a2c.serve.errors import APIError, mask_secrets
+from a2c.serve.errors import APIError
 from a2c.serve.per_request import check_limits, model_calls, override
 from a2c.serve.schema import ChatRequest, chat_question, ignored_fields, parse_request, selected_text
 from a2c.serve.usage import attribute, subject
@@ -153,17 +154,20 @@ def test_serve_file_sections_are_checked(tmp_path):
 def test_key_like_text_is_masked():
     text = ('401 from upstream: {"detail": "Invalid API key", "got": "Bearer abc.def-123", '
             '"api_key": "s3cr3t", "hint": "sk-proj-AbCdEf123456", "session": "'
-            + "x" * 40 + '"} for my-upstream-key-1')
-    masked = mask_secrets(text, ["my-upstream-key-1"])
-    for secret in ("abc.def-123", "s3cr3t", "sk-proj-AbCdEf123456", "x" * 40, "my-upstream-key-1"):
+            + "aB3" * 14 + '"} for my-upstream-key-1; model sentence-transformers/paraphrase-multilingual-'
+            'MiniLM-L12-v2 expected a string')
+    masked = redact(text, ["my-upstream-key-1"])
+    for secret in ("abc.def-123", "s3cr3t", "sk-proj-AbCdEf123456", "aB3" * 14, "my-upstream-key-1"):
         assert secret not in masked
     assert "Invalid API key" in masked and "Bearer ***" in masked and masked.startswith("401 from upstream")
+    # words and hub ids stay readable (the serve log once showed `org/***` and `***` for `expected`)
+    assert "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2 expected a string" in masked
 
 
-@given(st.text(max_size=40), st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=6,
+@given(st.text(max_size=40), st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=8,
                                      max_size=24), st.text(max_size=40))
 def test_a_known_secret_never_survives_masking(before, secret, after):
-    assert secret not in mask_secrets(before + secret + after + secret, [secret])
+    assert secret not in redact(before + secret + after + secret, [secret])
 
 
 # -- requests ---------------------------------------------------------------------------------------------

@@ -27,10 +27,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from a2c.llm import Generator
 from a2c.llm.openai_backend import BackendError
 from a2c.llm.sampling import CachedGenerator, RequestsFailed
+from a2c.redact import redact
 from a2c.serve.batcher import Batcher, Job, QueueFull
 from a2c.serve.config import ServeConfig, SettingsError, settings_json
 from a2c.serve.engine import Answered, Ask, Engine
-from a2c.serve.errors import APIError, bad_request, mask_secrets
+from a2c.serve.errors import APIError, bad_request
 from a2c.serve.isolation import NotAsked
 from a2c.serve.per_request import override
 from a2c.serve.schema import (
@@ -63,7 +64,7 @@ class ServeState:
         return self.config.generator.model
 
     def mask(self, text: str) -> str:
-        return mask_secrets(text, self.secrets)
+        return redact(text, self.secrets)
 
     def check_key(self, request: Request) -> None:
         if self.api_key is None:

@@ -1,4 +1,4 @@
-"""OpenAI-style error answers, and the masking that keeps secrets out of them and out of the log.
+"""OpenAI-style error answers (secrets are masked with `a2c.redact`, the masking every a2c message uses).
 
 Clients of an OpenAI-compatible server read `{"error": {"message", "type", "param", "code"}}` and map the
 status to an exception class (the `openai` client: 400 BadRequestError, 401 AuthenticationError, 429
@@ -7,8 +7,6 @@ RateLimitError, ...), so every refusal of `a2c serve` has that shape and a messa
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from typing import Any
 
 
@@ -33,23 +31,3 @@ class APIError(Exception):
 
 def bad_request(message: str, param: str | None = None, code: str = "invalid_request") -> APIError:
     return APIError(400, message, param=param, code=code)
-
-
-# what a credential looks like in an error text an upstream sent back: bearer tokens, sk-style keys,
-# `api_key=...`, and long opaque tokens
-_KEY_LIKE = (
-    (re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+"), r"\1 ***"),
-    (re.compile(r"(?i)\b((?:api[_-]?)?key|token|secret|password)([\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
-     r"\1\2***"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), "sk-***"),
-    (re.compile(r"\b[A-Za-z0-9_\-]{32,}\b"), "***"),
-)
-
-
-def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every known secret and anything key-like replaced by `***`."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    for pattern, replacement in _KEY_LIKE:
-        text = pattern.sub(replacement, text)
-    return text

@@ -181,7 +181,8 @@ def test_turning_a2c_off_removes_its_files(root):
 
 def test_slices_hold_settings_not_paths_chunks_caches_or_batches(tmp_path):
     # an in-process backend, which has a batch size (a slice loads no model)
-    generator = {"backend": "transformers", "model": "m", "device": "cpu", "cache": str(tmp_path / "c.sqlite")}
+    generator = {"backend": "transformers", "model": "m", "device": "cpu",
+                 "cache": str(tmp_path / "c.sqlite")}
     base = _config(tmp_path, generator=generator)
     logistics = _config(tmp_path / "elsewhere", chunk_size=1, judges=[{"name": "exact", "cache": None}],
                         generator={**generator, "cache": None, "batch_size": 2, "context_policy": "refuse"})

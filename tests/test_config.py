@@ -66,7 +66,8 @@ def test_defaults_and_shorthands():
     ("name: x\nvariation:\n  paraphrase_temperature: .inf\n",
      "<config>:3: variation.paraphrase_temperature: Input should be a finite number"),
     ("name: x\na2c:\n  rank_temperature: .inf\n", "<config>:3: a2c.rank_temperature: Input should be a"),
-    ("name: x\ngenerator:\n  timeout: .inf\n", "<config>:3: generator.timeout: Input should be a finite"),
+    ("name: x\ngenerator:\n  backend: openai\n  timeout: .inf\n",
+     "<config>:4: generator.timeout: Input should be a finite"),
     ("name: x\nlimit: 0\n", "<config>:2: limit"),
     ("name: x\nvariation:\n  answer_field: middle\n", "<config>:3: variation.answer_field"),
     # unknown registry names, with suggestions

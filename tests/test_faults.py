@@ -9,10 +9,12 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from a2c.cache import Cache
@@ -159,6 +161,69 @@ def test_memory_error_is_exit_2_with_a_hint(capsys, monkeypatch):
     assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 2
     message, hint = _error(capsys)
     assert message == "out of memory" and hint is not None and "more memory" in hint
+
+
+def _gpu_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> Path:
+    """A run config on the transformers backend (batch_size 7) whose model is the scripted one, failing as
+    a GPU does when a batch does not fit: the real CLI, no model, no GPU."""
+    import a2c.llm
+    from a2c.llm import BACKENDS
+    from a2c.llm.scripted import ScriptedBackend
+
+    class OutOfMemory(ScriptedBackend):
+        def run(self, jobs: object, emit: object) -> None:
+            raise exc
+
+    monkeypatch.setitem(BACKENDS._entries, "transformers", lambda config: OutOfMemory(SCRIPT))
+    a2c.llm._build.cache_clear()
+    config = yaml.safe_load(_config(tmp_path).read_text())
+    config["generator"] = {"backend": "transformers", "device": "cpu", "batch_size": 7,
+                           "cache": str(tmp_path / "cache.sqlite")}
+    path = tmp_path / "gpu.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("exc", [
+    torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                           "79.19 GiB\nof which 1.2 GiB is free."),
+    RuntimeError("CUDA error: out of memory"),  # what vLLM's workers and older torch raise
+], ids=["torch", "plain"])
+def test_a_gpu_out_of_memory_names_the_batch_size_to_lower(tmp_path, capsys, monkeypatch, exc):
+    config = _gpu_run(tmp_path, monkeypatch, exc)
+    assert _run("run", str(config)) == 2
+    message, hint = _error(capsys)
+    first = str(exc).splitlines()[0]
+    assert message == f"the GPU ran out of memory ({first})"
+    assert hint is not None and hint.startswith("lower `generator.batch_size` (now 7) (or a model judge's "
+                                                "`batch_size`) and rerun; finished stages")
+
+
+def test_a_gpu_out_of_memory_outside_a_run_still_names_the_batch_size(capsys, monkeypatch):
+    def exhausted(*args: object, **kwargs: object) -> float:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+
+    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", exhausted)
+    assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 2
+    message, hint = _error(capsys)
+    assert message.startswith("the GPU ran out of memory") and hint is not None
+    assert hint.startswith("lower `generator.batch_size` (or a model judge's `batch_size`)")
+
+
+def test_an_unexpected_error_names_where_in_a2c_it_was_raised(tmp_path, capsys, monkeypatch):
+    """The library's own message is often no help ("Expected all tensors to be on the same device"): the
+    line names the last a2c frame, `--debug` gives the whole traceback."""
+    config = _gpu_run(tmp_path, monkeypatch, RuntimeError("Expected all tensors to be on the same device, "
+                                                          "but found at least two devices, cuda:0 and cpu!"))
+    assert _run("run", str(config)) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(r"a2c: unexpected error: RuntimeError: Expected all tensors to be on the same "
+                        r"device, but found at least two devices, cuda:0 and cpu! \(raised at "
+                        r"a2c/llm/sampling\.py:\d+; rerun with --debug for the traceback\)", line), line
+    assert _run("run", str(config), "--debug") == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in run" in err
+    assert err.splitlines()[-1].startswith("a2c: unexpected error: RuntimeError: Expected all tensors")
 
 
 def test_other_os_errors_stay_a2c_s_own(capsys, monkeypatch):

@@ -60,8 +60,8 @@ def test_every_judge_declares_a_typed_options_model():
     ("batch_size: abc", "x.yaml:7: judges.1.batch_size: Input should be a valid integer"),
     ("max_length: 0", "x.yaml:7: judges.1.max_length: Input should be greater than or equal to 1"),
     ("batchsize: 8", "x.yaml:7: judges.1.batchsize: unknown option (did you mean 'batch_size'?); this "
-                     "judge takes ['batch_size', 'cache', 'max_length', 'model', 'offline', 'prompt', "
-                     "'prompt_name', 'threshold']"),
+                     "judge takes ['batch_size', 'cache', 'device', 'max_length', 'model', 'offline', "
+                     "'prompt', 'prompt_name', 'threshold']"),
 ])
 def test_bad_option_fails_at_config_load_with_file_line_and_key(tmp_path, nothing_is_built, option, message):
     path = tmp_path / "x.yaml"
@@ -93,7 +93,8 @@ def test_a_bad_generator_mapping_is_named_down_to_its_field(nothing_is_built):
     with pytest.raises(ConfigError) as info:
         parse_config(text)
     # the union's branch name (GeneratorConfig) stays out of the key path; the line is the field's own
-    assert "<config>:6: judges.0.generator.backend: Input should be 'transformers'" in str(info.value)
+    assert "<config>:6: judges.0.generator.backend: Value error, unknown generation backend 'tgi'" in \
+        str(info.value)
     with pytest.raises(ConfigError, match=r"<config>:4: judges\.0\.generator: Input should be a valid "
                                           r"dictionary or instance of GeneratorConfig"):
         parse_config("name: x\njudges:\n  - name: llm\n    generator: gpt-4\n")

@@ -56,9 +56,9 @@ def test_vllm_cpu_worker_gets_every_allowed_core_unless_the_environment_says_oth
 
 
 def test_vllm_block_size_must_be_a_multiple_of_16():
-    assert GeneratorConfig().vllm_block_size == 32
+    assert GeneratorConfig(backend="vllm").vllm_block_size == 32
     with pytest.raises(ValidationError, match="vllm_block_size"):
-        GeneratorConfig(vllm_block_size=24)
+        GeneratorConfig(backend="vllm", vllm_block_size=24)
 
 
 def test_vllm_prepares_the_embedded_model_on_first_use(tmp_path, monkeypatch, capsys):

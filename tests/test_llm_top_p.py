@@ -11,7 +11,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from a2c.llm.top_p import TOP_P_ARG, nucleus_mask, sampling_args
+from a2c.llm.top_p import TOP_P_ARG, mask_rows, nucleus_mask, sampling_args
 
 
 def reference_mask(probs: np.ndarray, p: float) -> np.ndarray:
@@ -65,3 +65,21 @@ def test_sampling_args_switch_vllms_top_p_off_only_for_sampled_requests():
     assert sampling_args(0.7, 0.6) == {"top_p": 1.0, "extra_args": {TOP_P_ARG: 0.7}}
     assert sampling_args(0.7, 0.0) == {"top_p": 0.7}  # greedy: vLLM ignores top-p anyway
     assert sampling_args(1.0, 0.6) == {"top_p": 1.0}  # no nucleus to take
+
+
+@pytest.mark.parametrize("rows", [{0: 0.5, 1: 0.9, 2: 0.3}, {1: 0.8}, {}])
+def test_the_engine_s_masking_keeps_each_listed_row_s_nucleus_and_leaves_the_others(rows):
+    """`mask_rows` is what vLLM's engine runs (`vllm_nucleus.NucleusPrefilter.apply`): the same code on the
+    CPU here as on CUDA tensors there, every tensor it makes on the logits' device."""
+    logits = torch.randn(3, 300, generator=torch.Generator().manual_seed(1)) * 3
+    before = logits.clone()
+    out = mask_rows(logits, rows)
+    assert out.device == before.device and out.dtype == before.dtype
+    for row in range(3):
+        if row not in rows:
+            assert torch.equal(out[row], before[row])
+            continue
+        probs = before[row].softmax(dim=-1, dtype=torch.float32).double().numpy()
+        assert np.array_equal(torch.isfinite(out[row]).numpy(), reference_mask(probs, rows[row]))
+        kept = torch.isfinite(out[row])
+        assert torch.equal(out[row][kept], before[row][kept])  # kept logits unchanged

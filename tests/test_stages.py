@@ -180,11 +180,14 @@ def test_turning_a2c_off_removes_its_files(root):
 
 
 def test_slices_hold_settings_not_paths_chunks_caches_or_batches(tmp_path):
-    base = _config(tmp_path)
+    # an in-process backend, which has a batch size (a slice loads no model)
+    generator = {"backend": "transformers", "model": "m", "device": "cpu",
+                 "cache": str(tmp_path / "c.sqlite")}
+    base = _config(tmp_path, generator=generator)
     logistics = _config(tmp_path / "elsewhere", chunk_size=1, judges=[{"name": "exact", "cache": None}],
-                        generator={"backend": "scripted", "model": SCRIPT, "cache": None, "batch_size": 2})
+                        generator={**generator, "cache": None, "batch_size": 2, "context_policy": "refuse"})
     assert [s.config_slice(logistics) for s in STAGES] == [s.config_slice(base) for s in STAGES]
-    seeded = _config(tmp_path, seed=1)
+    seeded = _config(tmp_path, seed=1, generator=generator)
     assert [s.name for s in STAGES if s.config_slice(seeded) != s.config_slice(base)] == [
         "variation", "answers", "a2c"]
 

@@ -6,9 +6,10 @@ import heavy libraries (torch, transformers) lazily so `a2c --help` stays instan
 Failures end in one line on stderr, never a traceback (unless `--debug` or `A2C_DEBUG=1`): an `A2CError`
 is the user's to fix (`a2c: error: ...`, an optional `hint:` line, exit 2, as for argparse's usage
 errors), and so is a fault of the machine (a full disk, a read-only folder, no memory: `a2c.faults`);
-any other exception is a2c's (exit 1); Ctrl-C exits 130, SIGTERM (handled as a Ctrl-C) 143. Other libraries'
-progress bars (weight loading, GGUF conversion) are silenced unless `--debug`; `--no-progress` silences
-a2c's own too.
+a GPU out of memory names the batch size to lower; any other exception is a2c's (exit 1), its line naming
+where in a2c it was raised (the last a2c frame, `a2c/llm/sampling.py:120`); Ctrl-C exits 130, SIGTERM
+(handled as a Ctrl-C) 143. Other libraries' progress bars (weight loading, GGUF conversion) are silenced
+unless `--debug`; `--no-progress` silences a2c's own too.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import importlib
 import os
 import sys
 import traceback
+from pathlib import Path
+from types import TracebackType
 
 from a2c import __version__
 from a2c.errors import A2CError
-from a2c.faults import environment_fault
+from a2c.faults import environment_fault, gpu_memory_fault
 from a2c.interrupts import Terminated, sigterm_raises
 from a2c.redact import redact
 from a2c.untrusted import printable
@@ -74,6 +77,20 @@ def _user_error(exc: A2CError, debug: bool) -> int:
     return 2
 
 
+_PACKAGE = Path(__file__).resolve().parent.parent  # the a2c folder
+
+
+def raised_at(tb: TracebackType | None) -> str | None:
+    """`a2c/<module>.py:<line>` of the last traceback frame inside the a2c package (the frames after it are
+    in the libraries a2c called), None when no frame is a2c's but this dispatcher's."""
+    where = None
+    for frame, line in traceback.walk_tb(tb):
+        path = Path(frame.f_code.co_filename).resolve()
+        if path.is_relative_to(_PACKAGE) and path != Path(__file__).resolve():
+            where = f"{_PACKAGE.name}/{path.relative_to(_PACKAGE).as_posix()}:{line}"
+    return where
+
+
 def main(argv: list[str] | None = None) -> int:
     debug = os.environ.get("A2C_DEBUG", "").lower() not in {"", "0", "false", "no", "off"}
     command = None
@@ -96,13 +113,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"a2c: {said}{resume if command == 'run' else ''}", file=sys.stderr)
         return status
     except Exception as exc:  # a full disk, no memory: the user's to fix; anything else is a2c's mistake
-        fault = environment_fault(exc)
+        fault = environment_fault(exc) or gpu_memory_fault(exc)
         if fault is not None:
             return _user_error(fault, debug)
         if debug:
             traceback.print_exc()
         detail = f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc).strip() else type(exc).__name__
-        print(f"a2c: unexpected error: {detail} (rerun with --debug for the traceback)", file=sys.stderr)
+        where = raised_at(exc.__traceback__)
+        at = f"raised at {where}; " if where else ""
+        print(f"a2c: unexpected error: {detail} ({at}rerun with --debug for the traceback)", file=sys.stderr)
         return 1
 
 

@@ -82,7 +82,12 @@ def _option_lines(name: str) -> Iterator[str]:
 
 
 def _type_name(annotation: Any) -> str:
-    """`int | None` rather than typing's reprs; Annotated metadata (tags, bounds) is shown elsewhere."""
+    """`int | None` rather than typing's reprs; Annotated metadata (tags, bounds) is shown elsewhere, and a
+    generator config is one `GeneratorConfig` whichever backend's model it is."""
+    from a2c.llm.config import GeneratorConfig
+
+    if isinstance(annotation, type) and issubclass(annotation, GeneratorConfig):
+        return GeneratorConfig.__name__
     if get_origin(annotation) is Annotated:
         return _type_name(get_args(annotation)[0])
     if get_origin(annotation) in (Union, UnionType):

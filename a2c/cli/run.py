@@ -64,7 +64,18 @@ def served_generators(config: RunConfig) -> list[GeneratorConfig]:
     return [g for g in found if isinstance(g, GeneratorConfig)]
 
 
+def batch_sizes(config: RunConfig) -> dict[str, int]:
+    """The batch sizes of the run's in-process generators, by config key: what to lower when a GPU runs out
+    of memory."""
+    from a2c.llm.config import InProcessConfig
+
+    return {f"{key}.batch_size": generator.batch_size
+            for key, generator in (("generator", config.generator), ("aux_generator", config.aux_generator))
+            if isinstance(generator, InProcessConfig)}
+
+
 def _run(args: argparse.Namespace) -> int:
+    from a2c.faults import gpu_memory_fault
     from a2c.llm.progress import generation_progress
     from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
@@ -78,8 +89,14 @@ def _run(args: argparse.Namespace) -> int:
         check_models(config)  # so does a judge or similarity model that is nowhere to be had
     output = None if args.output is None else run_output(str(args.output))  # as `output:` is normalised
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
-        result = run_experiment(config, run_dir=output, force=args.force, progress=not args.no_progress,
-                                log=print)
+        try:
+            result = run_experiment(config, run_dir=output, force=args.force, progress=not args.no_progress,
+                                    log=print)
+        except RuntimeError as exc:
+            fault = gpu_memory_fault(exc, batch_sizes(config))
+            if fault is None:
+                raise
+            raise fault from exc
     print(result.summary_table())
     headline = result.task.headline if result.task is not None else None
     if headline is not None and result.summary is not None and not args.quiet:

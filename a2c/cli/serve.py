@@ -191,6 +191,7 @@ def _serve(args: argparse.Namespace) -> int:
                        hint="pip install 'a2c[serve]'") from None
 
     from a2c.llm import build_generator
+    from a2c.llm.config import OpenAIConfig
     from a2c.serve.app import ACCESS_LOG, build_state, create_app
     from a2c.serve.slow_clients import head_deadline
 
@@ -208,9 +209,12 @@ def _serve(args: argparse.Namespace) -> int:
     opts, gen = config.server, config.generator
     sock = _listen(opts.host, opts.port)
     host, port = sock.getsockname()[:2]
-    where = ", ".join(gen.base_urls) if gen.backend == "openai" else "in process"
-    keyed = os.environ.get(gen.api_key_env)
-    key_note = f"upstream key from ${gen.api_key_env}" if keyed else "no upstream key"
+    if isinstance(gen, OpenAIConfig):
+        where = ", ".join(gen.base_urls)
+        keyed = os.environ.get(gen.api_key_env)
+        key_note = f"upstream key from ${gen.api_key_env}" if keyed else "no upstream key"
+    else:
+        where, key_note = "in process", "no upstream key"
     print(f"a2c serve: http://{host}:{port}/v1 answers with {gen.backend}/{gen.model} ({where}; {key_note}); "
           f"batch window {opts.batch_window:g} s, max batch {opts.max_batch}, max pending "
           f"{opts.max_pending}, deadline {opts.deadline:g} s, client auth {'on' if api_key else 'off'}",

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from a2c.cache import DEFAULT_CACHE_PATH, Cache, NoCache, damaged_cache, make_key, open_cache
+from a2c.devices import Device
 from a2c.errors import A2CError
 from a2c.registry import Registry
 from a2c.text import normalize
@@ -108,6 +109,8 @@ class ModelOptions(JudgeOptions):
     batch_size: BatchSize = 64
     max_length: int | None = Field(None, ge=1, description="token limit per input (default: the model's)")
     offline: bool = Field(False, description="never try the hub, only local folders and the HF cache")
+    device: Device = Field("auto", description="auto (sentence-transformers picks: the GPU if any), cpu, "
+                                               "cuda, cuda:N or mps; checked when the config loads")
 
 
 @dataclass(frozen=True)
@@ -272,6 +275,7 @@ class ModelJudge(PairwiseJudge):
         self.batch_size = options.batch_size
         self.max_length = options.max_length
         self.offline = options.offline
+        self.device = options.device
 
 
 JUDGES: Registry[type[PairwiseJudge]] = Registry("judge", base=PairwiseJudge)

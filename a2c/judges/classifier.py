@@ -40,7 +40,7 @@ class CrossEncoderJudge(ModelJudge):
     def scorer(self) -> PairScorer:
         """Loaded on first use, so building a judge from a preset costs nothing until it scores."""
         if self._scorer is None:
-            self._scorer = pair_scorer(self.model, self.max_length, self.offline)
+            self._scorer = pair_scorer(self.model, self.max_length, self.offline, self.device)
             self._label = label_index(self._scorer.config, self.wanted, self.model)
         return self._scorer
 

@@ -49,7 +49,8 @@ class EmbeddingJudge(ModelJudge):
 
     @property
     def encoder(self) -> SentenceEncoder:
-        return sentence_encoder(self.model, self.max_length, self.offline, self.prompt_name, self.prompt)
+        return sentence_encoder(self.model, self.max_length, self.offline, self.prompt_name, self.prompt,
+                                self.device)
 
     def identity(self) -> dict[str, Any]:
         # prompts enter only when set, so scores cached before the option existed keep their keys

@@ -6,7 +6,8 @@ prompts, and a cross-encoder's labels and activation. What a2c adds is what make
 outputs of every ordered pair it has scored and `SentenceEncoder` embeds each unique text once; one of each
 exists per model, so `entail` and `contra` on the same NLI model share their forward passes. Both tokenise all
 their inputs in one call and batch them by token count, so a batch pads only to its own longest input, and
-count the inputs cut to the model's length.
+count the inputs cut to the model's length. A model goes where its judge's `device` says (`auto`: where
+sentence-transformers puts it, the GPU if there is one); one is loaded per model and device.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from a2c.devices import resolve_device
 from a2c.errors import A2CError
 from a2c.hub import from_pretrained
 from a2c.judges.deberta import trim_relative_attention
@@ -57,28 +59,31 @@ def _shared(key: tuple[Any, ...], build: Callable[[], T]) -> T:
     return shared
 
 
-def _load(kind: Any, model: str, offline: bool) -> Any:
-    """A sentence-transformers model in eval mode, through a2c's offline-first lookup (its models are built by
-    their constructor, which takes `local_files_only` like `from_pretrained`). DeBERTa relative attention
-    gets the exact trimmed bias."""
+def _load(kind: Any, model: str, offline: bool, device: str) -> Any:
+    """A sentence-transformers model in eval mode on `device`, through a2c's offline-first lookup (its models
+    are built by their constructor, which takes `local_files_only` like `from_pretrained`). DeBERTa relative
+    attention gets the exact trimmed bias."""
     loader = SimpleNamespace(from_pretrained=kind)
-    network = from_pretrained(loader, resolve_model(model), model=model, kind="judge", offline=offline)
+    placed = {} if device == "auto" else {"device": resolve_device(device)}  # auto: sentence-transformers'
+    network = from_pretrained(loader, resolve_model(model), model=model, kind="judge", offline=offline,
+                              **placed)
     trim_relative_attention(network)
     return network.eval()
 
 
-def load_pair_classifier(model: str, offline: bool = False) -> Any:
-    """The `sentence_transformers.CrossEncoder` of a model, once per process."""
+def load_pair_classifier(model: str, offline: bool = False, device: str = "auto") -> Any:
+    """The `sentence_transformers.CrossEncoder` of a model on a device, once per process."""
     from sentence_transformers import CrossEncoder
 
-    return _shared((CrossEncoder, model), lambda: _load(CrossEncoder, model, offline))
+    return _shared((CrossEncoder, model, device), lambda: _load(CrossEncoder, model, offline, device))
 
 
-def load_encoder(model: str, offline: bool = False) -> Any:
-    """The `sentence_transformers.SentenceTransformer` of a model, once per process."""
+def load_encoder(model: str, offline: bool = False, device: str = "auto") -> Any:
+    """The `sentence_transformers.SentenceTransformer` of a model on a device, once per process."""
     from sentence_transformers import SentenceTransformer
 
-    return _shared((SentenceTransformer, model), lambda: _load(SentenceTransformer, model, offline))
+    return _shared((SentenceTransformer, model, device),
+                   lambda: _load(SentenceTransformer, model, offline, device))
 
 
 def label_index(config: Any, wanted: Sequence[str], model: str) -> int:
@@ -252,8 +257,9 @@ class PairScorer(_BatchedModel):
 
     output = "scores"
 
-    def __init__(self, model: str, max_length: int | None = None, offline: bool = False) -> None:
-        network = load_pair_classifier(model, offline)
+    def __init__(self, model: str, max_length: int | None = None, offline: bool = False,
+                 device: str = "auto") -> None:
+        network = load_pair_classifier(model, offline, device)
         super().__init__(model, network, max_length, resolve_prompt(network, model, None, None))
         self._memo: dict[tuple[str, str], np.ndarray] = {}
 
@@ -282,9 +288,11 @@ class PairScorer(_BatchedModel):
             np.zeros((0, self.config.num_labels), dtype=np.float32)
 
 
-def pair_scorer(model: str, max_length: int | None = None, offline: bool = False) -> PairScorer:
-    """The process-wide scorer for a model, shared by every judge that uses it."""
-    return _shared((PairScorer, model, max_length), lambda: PairScorer(model, max_length, offline))
+def pair_scorer(model: str, max_length: int | None = None, offline: bool = False,
+                device: str = "auto") -> PairScorer:
+    """The process-wide scorer for a model on a device, shared by every judge that uses it."""
+    return _shared((PairScorer, model, max_length, device),
+                   lambda: PairScorer(model, max_length, offline, device))
 
 
 class SentenceEncoder(_BatchedModel):
@@ -294,8 +302,8 @@ class SentenceEncoder(_BatchedModel):
     output = "sentence_embedding"
 
     def __init__(self, model: str, max_length: int | None = None, offline: bool = False,
-                 prompt_name: str | None = None, prompt: str | None = None) -> None:
-        network = load_encoder(model, offline)
+                 prompt_name: str | None = None, prompt: str | None = None, device: str = "auto") -> None:
+        network = load_encoder(model, offline, device)
         super().__init__(model, network, max_length, resolve_prompt(network, model, prompt_name, prompt))
         self._memo: dict[str, np.ndarray] = {}
 
@@ -316,7 +324,8 @@ class SentenceEncoder(_BatchedModel):
 
 
 def sentence_encoder(model: str, max_length: int | None = None, offline: bool = False,
-                     prompt_name: str | None = None, prompt: str | None = None) -> SentenceEncoder:
-    """The process-wide encoder for a model and prompt, shared by every judge that uses it."""
-    return _shared((SentenceEncoder, model, max_length, prompt_name, prompt),
-                   lambda: SentenceEncoder(model, max_length, offline, prompt_name, prompt))
+                     prompt_name: str | None = None, prompt: str | None = None,
+                     device: str = "auto") -> SentenceEncoder:
+    """The process-wide encoder for a model, prompt and device, shared by every judge that uses it."""
+    return _shared((SentenceEncoder, model, max_length, prompt_name, prompt, device),
+                   lambda: SentenceEncoder(model, max_length, offline, prompt_name, prompt, device))

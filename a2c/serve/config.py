@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
-from a2c.llm import GeneratorConfig
+from a2c.llm import GeneratorConfig, validate_generator
 from a2c.qa.config import ExperimentConfig
 
 SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "a2c")  # per request
@@ -123,9 +123,9 @@ def build_serve_config(file: dict[str, Any], generator: dict[str, Any], server: 
     sections = {"generator": {"cache": None, **_section(file, "generator", source), **generator},
                 "server": {**_section(file, "server", source), **server}}
     built: dict[str, Any] = {}
-    for name, model in (("generator", GeneratorConfig), ("server", ServerOptions)):
+    for name, validate in (("generator", validate_generator), ("server", ServerOptions.model_validate)):
         try:
-            built[name] = model.model_validate(sections[name])
+            built[name] = validate(sections[name])
         except ValidationError as exc:
             raise ServeConfigError(f"{source}: {describe(exc, name)[0]}") from None
     try:

@@ -23,6 +23,7 @@ from a2c.llm.top_p import nucleus_mask
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
+GPU = "cuda"
 TEXTS = ["gum passes through the stomach", "the stomach keeps gum for seven years", "nothing happens",
          "paris is the capital of france", "the capital of france is paris", "seven years"]
 
@@ -36,24 +37,25 @@ def need_smollm2() -> None:
 
 def test_sampler_nucleus_is_nucleus_mask_and_seeds_reproduce_on_cuda():
     g = torch.Generator().manual_seed(0)
-    scores = (torch.randn(64, 49152, generator=g) * 4).cuda()
+    scores = (torch.randn(64, 49152, generator=g) * 4).to(GPU)
     temperatures = [0.0, 0.01, 0.3, 0.7, 1.0, 1.5, 0.6, 0.9] * 8
     top_ps = [1.0, 0.7, 0.7, 0.7, 0.95, 1.0, 0.5, 0.99] * 8
     seeds = list(range(64))
-    sampler = RowSampler(temperatures, top_ps, seeds, "cuda")
+    sampler = RowSampler(temperatures, top_ps, seeds, GPU)
     weights, tokens = sampler.nucleus(scores)
-    assert weights.is_cuda and tokens.is_cuda
+    assert weights.device.type == tokens.device.type == GPU
     sampled = [i for i, t in enumerate(temperatures) if t > 0]
-    probs = torch.softmax(scores[sampled].float() / torch.tensor(temperatures)[sampled, None].cuda(), dim=-1)
-    expected = nucleus_mask(probs, torch.tensor(top_ps)[sampled].cuda())
+    probs = torch.softmax(scores[sampled].float() / torch.tensor(temperatures)[sampled, None].to(GPU), dim=-1)
+    p = torch.tensor(top_ps)[sampled].to(GPU)
+    expected = nucleus_mask(probs, p) | (p >= 1.0)[:, None]  # p = 1 keeps every token
     got = torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, tokens.expand_as(weights)[sampled],
                                                               weights[sampled] > 0)
     assert torch.equal(got, expected)
-    assert torch.equal(expected.cpu(), nucleus_mask(probs.cpu(), torch.tensor(top_ps)[sampled]))
+    assert torch.equal(expected.cpu(), nucleus_mask(probs.cpu(), p.cpu()) | (p.cpu() >= 1.0)[:, None])
 
     def run(rows: list[int]) -> torch.Tensor:
         s = RowSampler([temperatures[r] for r in rows], [top_ps[r] for r in rows], [seeds[r] for r in rows],
-                       "cuda")
+                       GPU)
         return torch.stack([s.pick(scores[rows]) for _ in range(16)], dim=1).cpu()
 
     everyone = run(list(range(64)))
@@ -74,14 +76,13 @@ def test_greedy_smollm2_answers_on_cuda_equal_the_cpu_ones_at_float32():
 
     requests = [GenerationRequest(messages=(Message("user", q),), max_tokens=24) for q in QUESTIONS]
     answers = {}
-    for device in ("cpu", "cuda"):
+    for device in ("cpu", GPU):
         backend = TransformersBackend(DEFAULT_MODEL, batch_size=4, device=device, dtype="float32")
         assert backend.lm.device.type == device and backend.dtype_name == "float32"
+        assert backend.draw_identity() == (None if device == "cpu" else {"device": device, "dtype": "float32"})
         answers[device] = [g.text for g in CachedGenerator(backend).generate(requests)]
     assert all(a.strip() for a in answers["cpu"])
-    assert answers["cuda"] == answers["cpu"]
-    assert TransformersBackend(DEFAULT_MODEL, device="cuda", dtype="float32").draw_identity() == {
-        "device": "cuda", "dtype": "float32"}
+    assert answers[GPU] == answers["cpu"]
 
 
 def _wordpiece(folder: Path, max_length: int) -> Any:
@@ -141,7 +142,7 @@ def test_judges_on_cuda_equal_judges_on_cpu(tmp_path, monkeypatch):
 
     models = {"embedding": str(tiny_encoder(tmp_path / "encoder")), "entail": str(tiny_nli(tmp_path / "nli"))}
     matrices: dict[str, dict[str, np.ndarray]] = {}
-    for device in ("cuda", "cpu"):
+    for device in (GPU, "cpu"):
         monkeypatch.setattr(hf, "_SHARED", {})  # fresh models and memos for this device
         for name, model in models.items():
             judge = build_judge(name, model=model, cache=None, batch_size=4)
@@ -152,7 +153,7 @@ def test_judges_on_cuda_equal_judges_on_cpu(tmp_path, monkeypatch):
             matrices.setdefault(name, {})[device] = judge.matrix("q", TEXTS)
     for name, by_device in matrices.items():
         assert len(np.unique(np.round(by_device["cpu"], 4))) > 3, name  # real scores, not a constant
-        np.testing.assert_allclose(by_device["cuda"], by_device["cpu"], atol=1e-4, rtol=0, err_msg=name)
+        np.testing.assert_allclose(by_device[GPU], by_device["cpu"], atol=1e-4, rtol=0, err_msg=name)
 
 
 def test_quickstart_end_to_end_on_cuda(tmp_path):
@@ -161,7 +162,7 @@ def test_quickstart_end_to_end_on_cuda(tmp_path):
     from a2c.tasks import parse_config, task_of
 
     data = yaml.safe_load((ROOT / "experiments" / "quickstart.yaml").read_text(encoding="utf-8"))
-    data["generator"].update(device="cuda", cache=str(tmp_path / "cache.sqlite"))
+    data["generator"].update(device=GPU, cache=str(tmp_path / "cache.sqlite"))
     data["judges"] = [{"name": "rouge1"}, {"name": "exact"}]  # no spaCy (ner), no MiniLM (embedding)
     data["accuracy"] = {"similarities": ["rouge1"]}
     data["output"] = str(tmp_path / "run")

@@ -46,7 +46,7 @@ def test_sampler_nucleus_is_nucleus_mask_and_seeds_reproduce_on_cuda():
     assert weights.device.type == tokens.device.type == GPU
     sampled = [i for i, t in enumerate(temperatures) if t > 0]
     probs = torch.softmax(scores[sampled].float() / torch.tensor(temperatures)[sampled, None].to(GPU), dim=-1)
-    p = torch.tensor(top_ps)[sampled].to(GPU)
+    p = torch.tensor(top_ps, dtype=torch.float64)[sampled].to(GPU)  # as the sampler holds them
     expected = nucleus_mask(probs, p) | (p >= 1.0)[:, None]  # p = 1 keeps every token
     got = torch.zeros_like(probs, dtype=torch.bool).scatter_(-1, tokens.expand_as(weights)[sampled],
                                                               weights[sampled] > 0)
@@ -79,7 +79,8 @@ def test_greedy_smollm2_answers_on_cuda_equal_the_cpu_ones_at_float32():
     for device in ("cpu", GPU):
         backend = TransformersBackend(DEFAULT_MODEL, batch_size=4, device=device, dtype="float32")
         assert backend.lm.device.type == device and backend.dtype_name == "float32"
-        assert backend.draw_identity() == (None if device == "cpu" else {"device": device, "dtype": "float32"})
+        identity = None if device == "cpu" else {"device": device, "dtype": "float32"}
+        assert backend.draw_identity() == identity
         answers[device] = [g.text for g in CachedGenerator(backend).generate(requests)]
     assert all(a.strip() for a in answers["cpu"])
     assert answers[GPU] == answers["cpu"]
@@ -169,6 +170,5 @@ def test_quickstart_end_to_end_on_cuda(tmp_path):
     config = parse_config(yaml.safe_dump(data), "quickstart-cuda.yaml")
     task_of(config).check_data(config)
     result = run_experiment(config, progress=False)
-    totals = result.totals()
-    assert totals.generated > 0
-    assert (tmp_path / "run" / "report.html").is_file()
+    assert result.totals().generated > 0
+    assert result.summary is not None and len(result.records()) >= 12  # each of the 12 questions

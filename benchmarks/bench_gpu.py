@@ -1,0 +1,309 @@
+"""The paper-protocol slice and the batched sampler on one GPU: model load, stage time, tokens/s, GPU use.
+
+Run from the repository root (PYTHONPATH=.): `python3 benchmarks/bench_gpu.py --csv PATH/TruthfulQA.csv
+--json gpu.json`. Defaults are the GPU sizes; on a CPU try `--device cpu --limit 2 --batch-size 32
+--sampler-prompts 16 --sampler-tokens 8`.
+
+1. Model load of the transformers backend, each in a fresh process inside `--workdir` (default: a new
+   temporary folder, so its `models/` holds no converted copy yet): first the GGUF is converted to the
+   float32 safetensors folder (`a2c.llm.convert`), then the same load again reads that folder. Goal: ≤ 5 s
+   from the converted folder.
+2. The first `--limit` (64) TruthfulQA questions under `experiments/truthfulqa-a2c.yaml` on the transformers
+   backend (batch 256) with the judges that need neither spaCy nor MiniLM (rouge1, exact; accuracy by rouge1
+   and, where sacrebleu is installed, bleu), a fresh request cache: seconds per stage and in all after the
+   model is loaded (goal ≤ 30 s), generated tokens per second, GPU utilisation and memory (NVML, else
+   `nvidia-smi`, sampled every 0.1 s).
+3. Sampler: `--sampler-prompts` (256) TruthfulQA long-answer prompts × `--sampler-tokens` (64) new tokens,
+   greedy against sampled (temperature 0.7, top-p 0.7), best of `--repeats`; prints sampled / greedy in wall
+   time and per generated token (goal ≤ 1.3x).
+`--json FILE` writes every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from a2c.llm.embedded import DEFAULT_MODEL
+
+ROOT = Path(__file__).resolve().parents[1]
+LOAD_RESULT = "LOAD_RESULT "
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+
+
+def synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def load_once(device: str) -> dict[str, float | str]:
+    """Child mode: import, then build the backend (conversion when `models/` lacks the folder)."""
+    started = time.perf_counter()
+    import torch  # noqa: F401  (imports timed apart from the load)
+    import transformers  # noqa: F401
+
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    imported = time.perf_counter()
+    backend = TransformersBackend(DEFAULT_MODEL, device=device)
+    synchronize(device)
+    return {"import_s": imported - started, "load_s": time.perf_counter() - imported,
+            "dtype": backend.dtype_name}
+
+
+def timed_loads(device: str, workdir: Path) -> dict[str, Any]:
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    out: dict[str, Any] = {"converted_before": (workdir / "models" / DEFAULT_MODEL / "config.json").is_file()}
+    for label in ("first_load", "cached_load"):
+        command = [sys.executable, str(Path(__file__).resolve()), "--load-only", "--device", device]
+        child = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, check=False)
+        line = next((x for x in child.stdout.splitlines() if x.startswith(LOAD_RESULT)), None)
+        if line is None:
+            raise SystemExit(f"{label} failed:\n{child.stdout[-2000:]}\n{child.stderr[-3000:]}")
+        out[label] = json.loads(line.removeprefix(LOAD_RESULT))
+    return out
+
+
+class GpuMonitor:
+    """Samples GPU utilisation (%) and memory used (MiB) in a thread: NVML, else `nvidia-smi`."""
+
+    def __init__(self, index: int, every: float = 0.1) -> None:
+        self.index, self.every = index, every
+        self.samples: list[tuple[float, float]] = []
+        self.source = "none"
+        self._stop = threading.Event()
+        self._read = self._reader()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _reader(self) -> Callable[[], tuple[float, float]] | None:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+            self.source = "nvml"
+
+            def nvml() -> tuple[float, float]:
+                util = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
+                return float(util), pynvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20
+
+            return nvml
+        except Exception:  # no pynvml, no driver: try the command line tool
+            pass
+        query = ["nvidia-smi", f"--id={self.index}", "--query-gpu=utilization.gpu,memory.used",
+                 "--format=csv,noheader,nounits"]
+        try:
+            subprocess.run(query, capture_output=True, check=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        self.source = "nvidia-smi"
+
+        def smi() -> tuple[float, float]:
+            util, used = subprocess.run(query, capture_output=True, text=True, check=True,
+                                        timeout=10).stdout.split(",")
+            return float(util), float(used)
+
+        return smi
+
+    def _loop(self) -> None:
+        while not self._stop.is_set() and self._read is not None:
+            self.samples.append(self._read())
+            self._stop.wait(self.every)
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        self._thread.start()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            self._thread.join()
+
+    def summary(self) -> dict[str, Any]:
+        if not self.samples:
+            return {"source": self.source, "samples": 0}
+        util = [u for u, _ in self.samples]
+        memory = [m for _, m in self.samples]
+        return {"source": self.source, "samples": len(self.samples), "util_mean_pct": sum(util) / len(util),
+                "util_peak_pct": max(util), "memory_mean_mib": sum(memory) / len(memory),
+                "memory_peak_mib": max(memory)}
+
+
+def gpu_index(device: str) -> int:
+    import torch
+
+    return int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+
+
+def similarities() -> list[str]:
+    """rouge1 and bleu; bleu needs sacrebleu, which a bare GPU machine may lack (said, not hidden)."""
+    if importlib.util.find_spec("sacrebleu") is None:
+        print("sacrebleu is not installed: accuracy by rouge1 only (no bleu)")
+        return ["rouge1"]
+    return ["rouge1", "bleu"]
+
+
+def slice_config(args: argparse.Namespace, device: str, tmp: Path) -> Any:
+    """The paper-protocol config with the transformers backend, offline judges and the given sizes; every
+    path absolute, so the run does not depend on the working folder."""
+    from a2c.tasks import parse_config, task_of
+
+    data = yaml.safe_load(args.config.read_text(encoding="utf-8"))
+    data["dataset"]["path"] = str(args.csv.resolve())
+    data["generator"] = {"backend": "transformers", "model": data["generator"].get("model", DEFAULT_MODEL),
+                         "batch_size": args.batch_size, "device": device, "cache": str(tmp / "cache.sqlite")}
+    data["judges"] = [{"name": "rouge1"}, {"name": "exact"}]
+    data["accuracy"] = {**data.get("accuracy", {}), "similarities": similarities()}
+    data["limit"] = args.limit
+    data["output"] = str(tmp / "run")
+    config = parse_config(yaml.safe_dump(data), f"{args.config} (bench_gpu)")
+    task_of(config).check_data(config)
+    return config
+
+
+def run_slice(args: argparse.Namespace, device: str) -> dict[str, Any]:
+    from a2c.llm import build_generator
+    from a2c.pipeline import run_experiment
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = slice_config(args, device, Path(tmp))
+        started = time.perf_counter()
+        generator = build_generator(config.generator)  # loaded once, outside the stage time
+        synchronize(device)
+        load = time.perf_counter() - started
+        monitor = GpuMonitor(gpu_index(device)) if device.startswith("cuda") else None
+        if monitor is not None:
+            with monitor.watching():
+                result = run_experiment(config, progress=False)
+        else:
+            result = run_experiment(config, progress=False)
+    print(result.summary_table())
+    totals = result.totals()
+    return {"questions": args.limit, "batch_size": args.batch_size, "dtype": generator.impl.dtype_name,
+            "similarities": [s.name for s in config.accuracy.similarities],
+            "in_process_load_s": load, "stage_seconds": {n: s.seconds for n, s in result.stages.items()},
+            "stage_total_s": result.seconds, "generated": totals.generated,
+            "completion_tokens": totals.completion_tokens, "prompt_tokens": totals.prompt_tokens,
+            "generated_tokens_per_s": totals.completion_tokens / result.seconds,
+            "gpu": monitor.summary() if monitor is not None else None}
+
+
+def sampler_prompts(csv_path: Path, count: int, max_tokens: int, temperature: float, top_p: float
+                    ) -> list[Any]:
+    from a2c.llm import GenerationRequest
+    from a2c.prompts import load_template
+
+    with csv_path.open(newline="", encoding="utf-8") as f:
+        questions = [row["Question"] for row in csv.DictReader(f)]
+    template = load_template("long_answer")
+    return [GenerationRequest(messages=template.messages(question=questions[i % len(questions)]),
+                              temperature=temperature, top_p=top_p, seed=i, max_tokens=max_tokens)
+            for i in range(count)]
+
+
+def run_sampler(args: argparse.Namespace, device: str) -> dict[str, Any]:
+    from a2c.llm import CachedGenerator
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(DEFAULT_MODEL, batch_size=args.sampler_prompts, device=device)
+    generator = CachedGenerator(backend)
+    modes = {"greedy": (0.0, 1.0), "sampled": (0.7, 0.7)}
+    generator.generate(sampler_prompts(args.csv, 4, 4, 0.7, 0.7))  # warm-up: kernels, allocator
+    out: dict[str, Any] = {"prompts": args.sampler_prompts, "max_new_tokens": args.sampler_tokens,
+                           "dtype": backend.dtype_name}
+    for mode, (temperature, top_p) in modes.items():
+        requests = sampler_prompts(args.csv, args.sampler_prompts, args.sampler_tokens, temperature, top_p)
+        best = float("inf")
+        for _ in range(args.repeats):
+            synchronize(device)
+            started = time.perf_counter()
+            answers = generator.generate(requests)
+            synchronize(device)
+            best = min(best, time.perf_counter() - started)
+        tokens = sum(c.completion_tokens for g in answers for c in g.completions)
+        out[mode] = {"seconds": best, "tokens": tokens, "s_per_token": best / tokens}
+    out["ratio_wall"] = out["sampled"]["seconds"] / out["greedy"]["seconds"]
+    out["ratio_per_token"] = out["sampled"]["s_per_token"] / out["greedy"]["s_per_token"]
+    print(f"sampler: greedy {out['greedy']['seconds']:.2f} s ({out['greedy']['tokens']} tokens), sampled "
+          f"{out['sampled']['seconds']:.2f} s ({out['sampled']['tokens']} tokens): sampled / greedy "
+          f"{out['ratio_wall']:.2f}x wall, {out['ratio_per_token']:.2f}x per token (goal <= 1.3x)")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=Path(".gpudata/TruthfulQA.csv"), help="TruthfulQA.csv")
+    parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "truthfulqa-a2c.yaml")
+    parser.add_argument("--device", default="auto", help="auto (the first GPU, else cpu), cpu, cuda, cuda:N")
+    parser.add_argument("--limit", type=int, default=64, help="questions of the slice (default 64)")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--sampler-prompts", type=int, default=256)
+    parser.add_argument("--sampler-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3, help="sampler timings: best of this many")
+    parser.add_argument("--workdir", type=Path, help="where models/ (the converted folder) lives "
+                        "(default: a new temporary folder, so the first load converts)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["load", "slice", "sampler"])
+    parser.add_argument("--json", type=Path, help="also write the numbers to this file")
+    parser.add_argument("--load-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    device = resolve_device(args.device)
+    if args.load_only:
+        print(LOAD_RESULT + json.dumps(load_once(device)), flush=True)
+        return 0
+
+    import torch
+
+    results: dict[str, Any] = {"device": device, "torch": torch.__version__,
+                               "card": torch.cuda.get_device_name(device) if device.startswith("cuda") else
+                               "cpu", "cpu_threads": torch.get_num_threads()}
+    args.csv, args.config = args.csv.resolve(), args.config.resolve()
+    args.json = args.json.resolve() if args.json else None
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="a2c-bench-gpu-"))).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chdir(workdir)  # the backend finds and writes the converted folder under ./models
+    if "load" not in args.skip:
+        results["load"] = timed_loads(device, workdir)
+        first, cached = results["load"]["first_load"], results["load"]["cached_load"]
+        print(f"model load: first {first['load_s']:.1f} s (converting unless {workdir}/models had it: "
+              f"{results['load']['converted_before']}), from the converted folder {cached['load_s']:.1f} s "
+              f"(goal <= 5 s; imports {cached['import_s']:.1f} s apart) in {cached['dtype']}")
+    if "slice" not in args.skip:
+        results["slice"] = s = run_slice(args, device)
+        gpu = s["gpu"] or {}
+        print(f"slice: {s['questions']} questions, stages {s['stage_total_s']:.1f} s after a "
+              f"{s['in_process_load_s']:.1f} s load (goal <= 30 s), "
+              f"{s['generated_tokens_per_s']:.0f} generated tokens/s; GPU ({gpu.get('source', 'none')}): "
+              f"mean {gpu.get('util_mean_pct', 0):.0f}% busy, peak {gpu.get('memory_peak_mib', 0):.0f} MiB")
+    if "sampler" not in args.skip:
+        results["sampler"] = run_sampler(args, device)
+    print(f"{results['card']} ({device}), torch {results['torch']}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

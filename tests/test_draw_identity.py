@@ -61,3 +61,26 @@ def test_a_gpu_run_does_not_reuse_cpu_draws_from_the_cache(tmp_path):
     again = CachedGenerator(Drawn(None), cache)
     again.generate(requests)
     assert (again.stats.generated, again.stats.cached) == (0, 2)  # the CPU entries are still the CPU's
+
+
+def test_a_new_sampler_keys_sampled_requests_only():
+    """The transformers backend's batched sampler draws other tokens from one seed than the per-row
+    generators before it: its sampled keys move, its greedy keys (pinned above) do not."""
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    sampler = TransformersBackend.sampler
+    assert sampler is not None
+    greedy = PINNED[("transformers", GREEDY, 0)]
+    assert request_key("transformers", "SmolLM2-135M-Instruct", GREEDY, 0, sampler=sampler) == greedy
+    before = request_key("transformers", "SmolLM2-135M-Instruct", SAMPLED, 0)
+    assert request_key("transformers", "SmolLM2-135M-Instruct", SAMPLED, 0, sampler=sampler) != before
+
+
+def test_the_generator_keys_with_its_backends_sampler(tmp_path):
+    cache = Cache(tmp_path / "c.sqlite")
+    CachedGenerator(Drawn(None), cache).generate([GREEDY, SAMPLED])
+    newer = Drawn(None)
+    newer.sampler = "another"
+    again = CachedGenerator(newer, cache)
+    again.generate([GREEDY, SAMPLED])
+    assert (again.stats.cached, again.stats.generated) == (1, 1)  # the greedy answer is served, not the draw

@@ -100,6 +100,7 @@ class OpenAIBackend:
 
     truncates_to: int | None = None  # the server applies its own context limit
     keep_going = False  # True (a2c serve): a failed request does not stop the others (`FailedJobs`)
+    sampler: str | None = None  # the server draws: its own identity is `served_model`
 
     def __init__(self, config: OpenAIConfig) -> None:
         self.model = config.model

@@ -71,6 +71,10 @@ class SampleBackend(Protocol):
     model: str
     truncates_to: int | None
     keep_going: bool
+    # the algorithm that draws sampled tokens, where draws from one seed differ from what earlier entries of
+    # a cache hold (part of the key of sampled requests only: greedy answers do not depend on it); None: as
+    # before
+    sampler: str | None
 
     def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None: ...
 
@@ -95,13 +99,17 @@ def sample_seed(seed: int | None, sample: int) -> int | None:
 
 
 def request_key(backend: str, model: str, request: GenerationRequest, sample: int,
-                served: Mapping[str, Any] | None = None, drawn: Mapping[str, str] | None = None) -> str:
+                served: Mapping[str, Any] | None = None, drawn: Mapping[str, str] | None = None,
+                sampler: str | None = None) -> str:
     """Cache key: backend, model, the full prompt and every sampling parameter, plus the sample index, what
-    identifies the served model where the server reports it (`served`) and the device type and dtype of an
-    in-process draw (`drawn`); None leaves either out, so a key made before it existed is the same key."""
-    identity = {} if served is None else {"served": served}
+    identifies the served model where the server reports it (`served`), the device type and dtype of an
+    in-process draw (`drawn`) and, for a sampled request, the backend's `sampler`; None leaves each out, so
+    a key made before it existed is the same key."""
+    identity: dict[str, Any] = {} if served is None else {"served": served}
     if drawn is not None:
         identity["drawn"] = dict(drawn)
+    if sampler is not None and request.temperature > 0:
+        identity["sampler"] = sampler
     return make_key(
         **identity,
         backend=backend,
@@ -160,7 +168,8 @@ class CachedGenerator:
         slots = [(r, i) for r, request in enumerate(requests) for i in range(request.n)]
         served = self.served_model() if slots else None
         drawn = self.draw_identity() if slots else None
-        keys = [request_key(self.backend, self.model, requests[r], i, served, drawn) for r, i in slots]
+        keys = [request_key(self.backend, self.model, requests[r], i, served, drawn, self.impl.sampler)
+                for r, i in slots]
         stored = self.cache.get_many(keys, CACHE_NAMESPACE)
         results: list[SampleResult | None] = [None] * len(slots)
         from_cache = [False] * len(slots)

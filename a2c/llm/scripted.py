@@ -58,6 +58,7 @@ class ScriptedBackend:
     backend = "scripted"
     truncates_to: int | None = None  # no context to overflow
     keep_going = False  # a batch runs as one whole: it fails as one
+    sampler: str | None = None
 
     def __init__(self, model: str) -> None:
         self.model = model

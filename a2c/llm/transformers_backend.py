@@ -140,6 +140,10 @@ def _row_sampler(jobs: Sequence[GenerationRequest], device: Any) -> Any:
 class TransformersBackend:
     backend = "transformers"
     keep_going = False  # a batch runs as one whole: it fails as one
+    # sampled tokens come from `a2c.llm.row_sampler` (counter-based noise, an exponential race): one seed
+    # draws other tokens than under the per-row torch.Generator before it, so cached sampled draws of that
+    # one are not served again (greedy answers are unchanged and keep their keys)
+    sampler: str | None = "counter-race"
 
     def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", dtype: str = "auto",
                  max_model_len: int = 2048, context_policy: ContextPolicy = "truncate") -> None:

@@ -213,6 +213,7 @@ def shutdown_engines() -> None:
 class VLLMBackend:
     backend = "vllm"
     keep_going = False  # a batch runs as one whole: it fails as one
+    sampler: str | None = None  # vLLM's own sampler draws (the prefilter only decides the kept set)
 
     def __init__(self, config: VLLMConfig) -> None:
         self.model = config.model

@@ -113,8 +113,9 @@ def load_model(name: str, device: str = "cpu", dtype: str = "float32") -> tuple[
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     auto_class = getattr(transformers, family.auto_class)
-    model = load(auto_class, config=config, dtype=getattr(torch, dtype))
-    model.to(device)
+    # straight onto the device in its dtype: no float32 copy in host memory, no second copy to the GPU
+    model = load(auto_class, config=config, dtype=getattr(torch, dtype), device_map=device)
+    model.to(device)  # a no-op where the map placed every weight; kept for loaders that ignore the map
     model.eval()
     return tokenizer, model
 

@@ -91,7 +91,7 @@ def test_score_json_error_at_the_end_of_a_line_names_its_column(tmp_path, capsys
     answers.write_bytes(f'{{"id": "truthfulqa-1", "answer": "y"}}\n{CUT}{ending}'.encode())
     error, _ = _error(capsys, ["score", str(answers), "--path", str(tmp_path / "unread.csv")])
     assert len(CUT) == 36  # counted by hand: the error is at column 37
-    assert error == f"a2c: error: {answers}:2: not valid JSON (Expecting ',' delimiter, column 37)"
+    assert error == f"a2c: error: {answers}:2: not valid JSON: Expecting ',' delimiter (column 37)"
 
 
 def test_dataset_json_error_at_the_end_of_a_line_names_its_column(tmp_path):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from a2c.llm import Generator
+from a2c.llm.base import WrappedGenerator
 from a2c.paraphrase import (
     DEFAULT_TECHNIQUES,
     clean_paraphrase,
@@ -22,23 +22,10 @@ QUESTIONS = ["What happens if you swallow gum?", "Why do veins appear blue?"]
 
 
 @dataclass
-class Recording:
+class Recording(WrappedGenerator):
     """The real generator, with a log of each generate call's requests."""
 
-    inner: Generator
     calls: list[list] = field(default_factory=list)
-
-    @property
-    def backend(self) -> str:
-        return self.inner.backend
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def stats(self):
-        return self.inner.stats
 
     def generate(self, requests):
         self.calls.append(list(requests))

@@ -108,3 +108,26 @@ class Generator(Protocol):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Answer every request, in order; one call per stage, batched by the backend."""
         ...
+
+
+@dataclass
+class WrappedGenerator:
+    """A `Generator` around another one: it is the inner generator's backend, model and counts, and a
+    subclass changes only how `generate` runs (recording calls, leaving out prompts nobody waits for)."""
+
+    inner: Generator
+
+    @property
+    def backend(self) -> str:
+        return self.inner.backend
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @property
+    def stats(self) -> GenerationStats:
+        return self.inner.stats
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        return self.inner.generate(requests)

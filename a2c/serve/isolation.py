@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from a2c.choose import Choice
 from a2c.errors import A2CError
-from a2c.llm.base import Generation, GenerationRequest, GenerationStats, Generator
+from a2c.llm.base import Generation, GenerationRequest, WrappedGenerator
 from a2c.llm.sampling import RequestsFailed, failed_generation
 from a2c.serve.usage import anchors, mentions, subject
 
@@ -35,30 +35,17 @@ class NotAsked(A2CError):
 
 
 @dataclass
-class PassGenerator:
+class PassGenerator(WrappedGenerator):
     """The served generator as the pass running now sees it (`begin` starts one; passes run one at a time):
     its questions, per question an event set when its client leaves, and the prompts kept unanswered. One
     instance serves every pass, so the judges built at start-up that ask the served model go through it."""
 
-    inner: Generator
     questions: Sequence[str] = ()
     left: Sequence[threading.Event] = ()
     failures: list[tuple[GenerationRequest, Exception]] = field(default_factory=list)
 
     def begin(self, questions: Sequence[str], left: Sequence[threading.Event]) -> None:
         self.questions, self.left, self.failures = questions, left, []
-
-    @property
-    def backend(self) -> str:
-        return self.inner.backend
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def stats(self) -> GenerationStats:
-        return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         live = [not event.is_set() for event in self.left]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from a2c.choose import Choice
-from a2c.llm.base import Generation, GenerationRequest, GenerationStats, Generator
+from a2c.llm.base import Generation, GenerationRequest, WrappedGenerator
 from a2c.llm.sampling import RequestsFailed
 
 
@@ -52,26 +52,13 @@ def _cached_flags(generation: Generation) -> list[bool]:
 
 
 @dataclass
-class RecordingGenerator:
+class RecordingGenerator(WrappedGenerator):
     """A `Generator` that keeps every call it passes on, and counts calls and samples as they finish."""
 
-    inner: Generator
     calls: list[list[Generation]] = field(default_factory=list)
     steps: int = 0  # generate calls finished, ever (read by the event loop for a 504's "what was done")
     samples: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def backend(self) -> str:
-        return self.inner.backend
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def stats(self) -> GenerationStats:
-        return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         try:

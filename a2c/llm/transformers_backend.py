@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from a2c.devices import device_type
 from a2c.hub import from_pretrained
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
@@ -75,7 +76,7 @@ def resolve_dtype(dtype: str, device: str) -> str:
         return dtype
     import torch
 
-    if torch.device(device).type == "cuda" and torch.cuda.get_device_properties(device).major >= 8:
+    if device_type(device) == "cuda" and torch.cuda.get_device_properties(device).major >= 8:
         return "bfloat16"
     return "float32"
 
@@ -164,9 +165,7 @@ class TransformersBackend:
     def draw_identity(self) -> dict[str, str] | None:
         """What besides the request decides a draw here, for the request-cache key: the device type and
         dtype; None on the CPU in float32, so keys of CPU runs made before GPUs were supported stay valid."""
-        import torch
-
-        kind = torch.device(self.device).type
+        kind = device_type(self.device)
         return None if (kind, self.dtype_name) == ("cpu", "float32") else {"device": kind,
                                                                             "dtype": self.dtype_name}
 

@@ -42,7 +42,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # environment variables whose values are credentials (OPENAI_API_KEY, HF_TOKEN, ...)
 _SECRET_VARIABLE = re.compile(r"(?i)(?:^|_)(?:key|token|secret|password)$")
-_SHORTEST_SECRET = 8  # shorter values (a "1" or "true") would mask ordinary text
+_SHORTEST_SECRET = 8  # shorter values of variables (a "1" or "true") would mask ordinary text
 _READ: set[str] = set()  # keys a backend read from a variable of any name (`api_key_env: MY_LLM`)
 
 
@@ -56,8 +56,11 @@ def remember_secret(value: str | None) -> None:
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """`text` with credentials masked: the values in `secrets`, those of credential environment variables
     and remembered keys, and whatever looks like one."""
-    values = [*secrets, *_READ, *(v for k, v in os.environ.items() if _SECRET_VARIABLE.search(k))]
-    for value in sorted({v for v in values if v and len(v) >= _SHORTEST_SECRET}, key=len, reverse=True):
+    # the caller's `secrets` are known keys whatever their length; values found by a variable's name only
+    # from _SHORTEST_SECRET on
+    found = [*_READ, *(v for k, v in os.environ.items() if _SECRET_VARIABLE.search(k))]
+    values = {v for v in secrets if v} | {v for v in found if v and len(v) >= _SHORTEST_SECRET}
+    for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, MASK)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)

@@ -52,23 +52,79 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def load_once(device: str) -> dict[str, float | str]:
+def load_once(device: str) -> dict[str, Any]:
     """Child mode: import, then build the backend (conversion when `models/` lacks the folder)."""
     started = time.perf_counter()
     import torch  # (imports timed apart from the load)
-    import transformers  # noqa: F401
+    import transformers
 
     from a2c.llm.transformers_backend import TransformersBackend
 
     imported = time.perf_counter()
+    # the modules `from_pretrained` imports on first use (transformers imports lazily): any model pays
+    # them once per process, so they are timed apart from this model's load
+    import transformers.generation.utils
+    import transformers.modeling_utils
+    import transformers.models.llama.modeling_llama  # noqa: F401
+
+    lazy = time.perf_counter()
     if device.startswith("cuda"):  # the CUDA context: every process that touches the GPU pays it once
         torch.zeros(1, device=device)
         synchronize(device)
     ready = time.perf_counter()
-    backend = TransformersBackend(DEFAULT_MODEL, device=device)
-    synchronize(device)
-    return {"import_s": imported - started, "cuda_init_s": ready - imported,
-            "load_s": time.perf_counter() - ready, "dtype": backend.dtype_name}
+    parts: dict[str, float] = {}
+    with timed_calls(parts):
+        backend = TransformersBackend(DEFAULT_MODEL, device=device)
+        synchronize(device)
+    return {"import_s": imported - started, "lazy_import_s": lazy - imported, "cuda_init_s": ready - lazy,
+            "load_s": time.perf_counter() - ready, "load_parts_s": parts, "dtype": backend.dtype_name}
+
+
+@contextmanager
+def timed_calls(parts: dict[str, float]) -> Iterator[None]:
+    """Seconds of each `from_pretrained` the load makes (config, tokenizer, weights), keyed by loader."""
+    import a2c.hub
+    import a2c.llm.transformers_backend as backend_module
+
+    original = a2c.hub.from_pretrained
+
+    def timed(loader: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(loader, *args, **kwargs)
+        finally:
+            parts[loader.__name__] = parts.get(loader.__name__, 0.0) + time.perf_counter() - started
+
+    setattr(backend_module, "from_pretrained", timed)  # noqa: B010 (the module's own import of it)
+    try:
+        yield
+    finally:
+        setattr(backend_module, "from_pretrained", original)  # noqa: B010
+
+
+@contextmanager
+def recorded_batches(calls: list[dict[str, Any]], device: str) -> Iterator[None]:
+    """One record per forward batch of the transformers backend: rows, padded prompt length, longest
+    reply, seconds, and which decoding loop ran it."""
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    original = TransformersBackend._generate
+
+    def timed(self: Any, prompts: list[list[int]], jobs: list[Any], max_tokens: int, *rest: Any) -> Any:
+        synchronize(device)
+        started = time.perf_counter()
+        out = original(self, prompts, jobs, max_tokens, *rest)
+        synchronize(device)
+        calls.append({"rows": len(prompts), "prompt": max(map(len, prompts)), "max_tokens": max_tokens,
+                      "longest": max(r.completion.completion_tokens for r in out),
+                      "seconds": time.perf_counter() - started, "static": self.static and rest[1] is None})
+        return out
+
+    setattr(TransformersBackend, "_generate", timed)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(TransformersBackend, "_generate", original)  # noqa: B010
 
 
 def timed_loads(device: str, workdir: Path) -> dict[str, Any]:
@@ -172,7 +228,8 @@ def slice_config(args: argparse.Namespace, device: str, tmp: Path) -> Any:
     data = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     data["dataset"]["path"] = str(args.csv.resolve())
     data["generator"] = {"backend": "transformers", "model": data["generator"].get("model", DEFAULT_MODEL),
-                         "batch_size": args.batch_size, "device": device, "cache": str(tmp / "cache.sqlite")}
+                         "batch_size": args.batch_size, "device": device, "cache": str(tmp / "cache.sqlite"),
+                         "decode": args.decode}
     data["judges"] = [{"name": "rouge1"}, {"name": "exact"}]
     data["accuracy"] = {**data.get("accuracy", {}), "similarities": similarities()}
     data["limit"] = args.limit
@@ -193,11 +250,13 @@ def run_slice(args: argparse.Namespace, device: str) -> dict[str, Any]:
         synchronize(device)
         load = time.perf_counter() - started
         monitor = GpuMonitor(gpu_index(device)) if device.startswith("cuda") else None
-        if monitor is not None:
-            with monitor.watching():
+        calls: list[dict[str, Any]] = []
+        with recorded_batches(calls, device):
+            if monitor is not None:
+                with monitor.watching():
+                    result = run_experiment(config, progress=False)
+            else:
                 result = run_experiment(config, progress=False)
-        else:
-            result = run_experiment(config, progress=False)
     print(result.summary_table())
     totals = result.totals()
     return {"questions": args.limit, "batch_size": args.batch_size, "dtype": generator.impl.dtype_name,
@@ -206,6 +265,8 @@ def run_slice(args: argparse.Namespace, device: str) -> dict[str, Any]:
             "stage_total_s": result.seconds, "generated": totals.generated,
             "completion_tokens": totals.completion_tokens, "prompt_tokens": totals.prompt_tokens,
             "generated_tokens_per_s": totals.completion_tokens / result.seconds,
+            "decode": args.decode, "batches": len(calls), "batch_seconds": sum(c["seconds"] for c in calls),
+            "decode_steps": sum(c["longest"] for c in calls), "batch_records": calls,
             "gpu": monitor.summary() if monitor is not None else None}
 
 
@@ -226,12 +287,13 @@ def run_sampler(args: argparse.Namespace, device: str) -> dict[str, Any]:
     from a2c.llm import CachedGenerator
     from a2c.llm.transformers_backend import TransformersBackend
 
-    backend = TransformersBackend(DEFAULT_MODEL, batch_size=args.sampler_prompts, device=device)
+    backend = TransformersBackend(DEFAULT_MODEL, batch_size=args.sampler_prompts, device=device,
+                                  decode=args.decode)
     generator = CachedGenerator(backend)
     modes = {"greedy": (0.0, 1.0), "sampled": (0.7, 0.7)}
     generator.generate(sampler_prompts(args.csv, 4, 4, 0.7, 0.7))  # warm-up: kernels, allocator
     out: dict[str, Any] = {"prompts": args.sampler_prompts, "max_new_tokens": args.sampler_tokens,
-                           "dtype": backend.dtype_name}
+                           "dtype": backend.dtype_name, "decode": args.decode}
     for mode, (temperature, top_p) in modes.items():
         requests = sampler_prompts(args.csv, args.sampler_prompts, args.sampler_tokens, temperature, top_p)
         best = float("inf")
@@ -258,6 +320,8 @@ def main() -> int:
     parser.add_argument("--device", default="auto", help="auto (the first GPU, else cpu), cpu, cuda, cuda:N")
     parser.add_argument("--limit", type=int, default=64, help="questions of the slice (default 64)")
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--decode", default="auto", choices=["auto", "generate", "static"],
+                        help="the transformers backend's decoding loop (auto: static + CUDA graphs on a GPU)")
     parser.add_argument("--sampler-prompts", type=int, default=256)
     parser.add_argument("--sampler-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="sampler timings: best of this many")
@@ -287,14 +351,17 @@ def main() -> int:
         first, cached = results["load"]["first_load"], results["load"]["cached_load"]
         print(f"model load: first {first['load_s']:.1f} s (converting unless {workdir}/models had it: "
               f"{results['load']['converted_before']}), from the converted folder {cached['load_s']:.1f} s "
-              f"(goal <= 5 s; imports {cached['import_s']:.1f} s and the CUDA context "
+              f"(goal <= 5 s; {cached['load_parts_s']}; imports {cached['import_s']:.1f} s, transformers' "
+              f"lazy imports {cached['lazy_import_s']:.1f} s and the CUDA context "
               f"{cached['cuda_init_s']:.1f} s apart) in {cached['dtype']}")
     if "slice" not in args.skip:
         results["slice"] = s = run_slice(args, device)
         gpu = s["gpu"] or {}
         print(f"slice: {s['questions']} questions, stages {s['stage_total_s']:.1f} s after a "
               f"{s['in_process_load_s']:.1f} s load (goal <= 30 s), "
-              f"{s['generated_tokens_per_s']:.0f} generated tokens/s; GPU ({gpu.get('source', 'none')}): "
+              f"{s['generated_tokens_per_s']:.0f} generated tokens/s, {s['batches']} batches "
+              f"({s['decode_steps']} decoding steps) in {s['batch_seconds']:.1f} s, decode {s['decode']}; "
+              f"GPU ({gpu.get('source', 'none')}): "
               f"mean {gpu.get('util_mean_pct', 0):.0f}% busy, peak {gpu.get('memory_peak_mib', 0):.0f} MiB")
     if "sampler" not in args.skip:
         results["sampler"] = run_sampler(args, device)

@@ -195,3 +195,28 @@ def test_a_gguf_is_converted_once_into_the_prepared_folder(tmp_path, monkeypatch
     assert capsys.readouterr().out == ""
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [DEFAULT_MODEL]  # no temporary left
     assert weights_source("org/some-hf-model").location == "org/some-hf-model"
+
+
+def test_the_static_decoding_loop_draws_what_generate_draws(smollm2):
+    """`decode: static` (a2c.llm.static_decode; CUDA graphs on a GPU, run eagerly here) against transformers'
+    `generate` on one batch: greedy and sampled rows, stop strings, rows of different prompt lengths (left
+    padding) — same text, finish reason and token count."""
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    generate = smollm2.impl
+    static = TransformersBackend(generate.model, device="cpu", dtype="float32", decode="static")
+    assert (generate.static, static.static, static.graphs) == (False, True, False)
+    questions = ["Reply with one word: is the sky blue?", "What happens if you swallow gum?",
+                 "Where did fortune cookies originate?", "Why do matadors wave red capes?"]
+    requests = [GenerationRequest(messages=(Message("user", q),), temperature=t, top_p=0.7, seed=i,
+                                  max_tokens=20, stop=stop)
+                for i, (q, t, stop) in enumerate(zip(questions, [0.0, 0.7, 0.0, 0.9],
+                                                     [(".",), (), (), ("e",)], strict=True))]
+    answers = {}
+    for backend in (generate, static):
+        done: list = []
+        backend.run(requests, done.extend)
+        answers[backend.static] = [c.completion for _, c in sorted(done, key=lambda pair: pair[0])]
+    assert answers[True] == answers[False]
+    finishes = [c.finish_reason for c in answers[True]]
+    assert "stop" in finishes and "length" in finishes  # both ways of ending were compared

@@ -24,7 +24,8 @@ def _transformers(config: TransformersConfig) -> SampleBackend:
 
     return TransformersBackend(config.model, batch_size=config.batch_size,
                                device=resolve_device(config.device), dtype=config.dtype,
-                               max_model_len=config.max_model_len, context_policy=config.context_policy)
+                               max_model_len=config.max_model_len, context_policy=config.context_policy,
+                               decode=config.decode)
 
 
 @BACKENDS.register("openai")

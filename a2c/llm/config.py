@@ -103,6 +103,9 @@ class ScriptedConfig(GeneratorConfig):
     backend: Literal["scripted"] = "scripted"
 
 
+DecodeLoop = Literal["auto", "generate", "static"]
+
+
 class InProcessConfig(GeneratorConfig):
     """What the backends that load the model into a2c's process share: device, dtype, batches, context."""
 
@@ -120,6 +123,10 @@ class InProcessConfig(GeneratorConfig):
 
 class TransformersConfig(InProcessConfig):
     backend: Literal["transformers"] = "transformers"
+    # static: a2c's decoding loop over a static KV cache, each step one CUDA graph replay on a GPU
+    # (a2c.llm.static_decode); generate: transformers' `generate`; auto: static on CUDA, generate elsewhere
+    # (and for seq2seq models and log-probability requests, which only `generate` serves)
+    decode: DecodeLoop = "auto"
 
 
 class VLLMConfig(InProcessConfig):

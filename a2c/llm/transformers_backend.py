@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from a2c.devices import device_type
 from a2c.hub import from_pretrained
 from a2c.llm.base import Completion, GenerationRequest
+from a2c.llm.config import DecodeLoop
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import ModelSource, resolve_model
@@ -148,13 +149,18 @@ class TransformersBackend:
     sampler: str | None = "counter-race"
 
     def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", dtype: str = "auto",
-                 max_model_len: int = 2048, context_policy: ContextPolicy = "truncate") -> None:
+                 max_model_len: int = 2048, context_policy: ContextPolicy = "truncate",
+                 decode: DecodeLoop = "auto") -> None:
         self.model = model
         self.batch_size = batch_size
         self.device = device  # resolved by the config: cpu, cuda, cuda:N or mps
         self.dtype_name = resolve_dtype(dtype, device)
+        self.graphs = device_type(device) == "cuda"
+        # the static loop pays where steps cost launches (CUDA graphs); on the CPU arithmetic dominates
+        self.static = decode == "static" or (decode == "auto" and self.graphs)
         self.tokenizer, self.lm = load_model(model, device, self.dtype_name)
         self.family = model_family(self.lm.config)
+        self.static = self.static and not self.lm.config.is_encoder_decoder
         self.guard = ContextGuard(model, model_context(self.lm.config, self.tokenizer, max_model_len),
                                   context_policy, reply_in_context=not self.lm.config.is_encoder_decoder)
         self.truncates_to = self.guard.truncates_to
@@ -196,14 +202,18 @@ class TransformersBackend:
         config = GenerationConfig(do_sample=False, max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id,
                                   eos_token_id=tok.eos_token_id, return_dict_in_generate=True,
                                   output_logits=logprobs is not None, stop_strings=list(stop) or None)
-        sampler = _row_sampler(jobs, self.lm.device)
-        with torch.inference_mode():
-            out = self.lm.generate(**enc, generation_config=config, tokenizer=tok if stop else None,
-                                   logits_processor=LogitsProcessorList([sampler]))
-        # the one place the families differ after loading: what precedes the new tokens in the output
-        # (the padded prompt, or the single decoder start token of an encoder-decoder)
-        start = enc["input_ids"].shape[1] if self.family.echoes_prompt else 1
-        new_tokens = out.sequences[:, start:]
+        if self.static and logprobs is None:
+            new_tokens = self._static_decode(enc, jobs, max_tokens, stop)
+            out = None
+        else:
+            sampler = _row_sampler(jobs, self.lm.device)
+            with torch.inference_mode():
+                out = self.lm.generate(**enc, generation_config=config, tokenizer=tok if stop else None,
+                                       logits_processor=LogitsProcessorList([sampler]))
+            # the one place the families differ after loading: what precedes the new tokens in the output
+            # (the padded prompt, or the single decoder start token of an encoder-decoder)
+            start = enc["input_ids"].shape[1] if self.family.echoes_prompt else 1
+            new_tokens = out.sequences[:, start:]
         prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()  # the encoder's input for seq2seq
         results = []
         for row, tokens in enumerate(new_tokens.tolist()):
@@ -214,7 +224,7 @@ class TransformersBackend:
             if cut >= 0:
                 text, finish = text[:cut], "stop"
             top = None
-            if logprobs is not None:
+            if logprobs is not None and out is not None:
                 top = []
                 for step in range(n_tokens):
                     lp = torch.log_softmax(out.logits[step][row].float(), dim=-1)
@@ -230,3 +240,21 @@ class TransformersBackend:
                                 for piece, group in same_text.items()})
             results.append(SampleResult(Completion(text, finish, n_tokens, top), int(prompt_lengths[row])))
         return results
+
+    def _static_decode(self, enc: Any, jobs: list[GenerationRequest], max_tokens: int,
+                       stop: tuple[str, ...]) -> Any:
+        """New tokens of a causal batch from `a2c.llm.static_decode` (CUDA graphs on a GPU)."""
+        import torch
+
+        from a2c.llm.row_sampler import RowSampler
+        from a2c.llm.static_decode import StaticDecoder, stop_checker
+
+        tok = self.tokenizer
+        sampler = RowSampler([j.temperature for j in jobs], [j.top_p for j in jobs], [j.seed for j in jobs],
+                             self.lm.device)
+        decoder = StaticDecoder(self.lm, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                graphs=self.graphs, stop=stop_checker(tok, stop))
+        with torch.inference_mode():
+            tokens = decoder.decode(enc["input_ids"], enc["attention_mask"], max_tokens, sampler.pick)
+        self.graphs = decoder.graphs  # a capture that failed is not tried again
+        return tokens

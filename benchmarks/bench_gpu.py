@@ -7,12 +7,14 @@ Run from the repository root (PYTHONPATH=.): `python3 benchmarks/bench_gpu.py --
 1. Model load of the transformers backend, each in a fresh process inside `--workdir` (default: a new
    temporary folder, so its `models/` holds no converted copy yet): first the GGUF is converted to the
    float32 safetensors folder (`a2c.llm.convert`), then the same load again reads that folder. Goal: ≤ 5 s
-   from the converted folder.
+   from the converted folder. Imports, the modules transformers imports on first use and the CUDA context
+   are timed apart (every transformers model pays them once per process).
 2. The first `--limit` (64) TruthfulQA questions under `experiments/truthfulqa-a2c.yaml` on the transformers
    backend (batch 256) with the judges that need neither spaCy nor MiniLM (rouge1, exact; accuracy by rouge1
    and, where sacrebleu is installed, bleu), a fresh request cache: seconds per stage and in all after the
    model is loaded (goal ≤ 30 s), generated tokens per second, GPU utilisation and memory (NVML, else
-   `nvidia-smi`, sampled every 0.1 s).
+   `nvidia-smi`, sampled every 0.1 s), and each forward batch (rows, prompt length, steps, seconds).
+   `--decode generate` runs the same on transformers' `generate` instead of the CUDA-graph loop.
 3. Sampler: `--sampler-prompts` (256) TruthfulQA long-answer prompts × `--sampler-tokens` (64) new tokens,
    greedy against sampled (temperature 0.7, top-p 0.7), best of `--repeats`; prints sampled / greedy in wall
    time and per generated token (goal ≤ 1.3x).

@@ -53,6 +53,7 @@ def test_the_backend_picks_the_model_and_transformers_is_the_default():
     ("transformers", "base_urls", ["http://h/v1"], "openai"),
     ("transformers", "vllm_kv_cache_gb", 4, "vllm"),
     ("vllm", "timeout", 3.0, "openai"),
+    ("vllm", "decode", "static", "transformers"),  # CUDA graphs are the transformers backend's own loop
 ])
 def test_another_backend_s_option_is_refused_naming_the_key_and_the_backend(backend, key, value, owners):
     with pytest.raises(pydantic.ValidationError) as info:
@@ -74,6 +75,8 @@ def test_another_backend_s_option_is_refused_naming_the_key_and_the_backend(back
      "<config>:3: generator.backend: Value error, unknown generation backend 'tgi'"),
     ("name: x\ngenerator:\n  backend: vlm\n", "Did you mean 'vllm'"),
     ("name: x\ngenerator:\n  dtype: float64\n", "<config>:3: generator.dtype: Input should be 'auto'"),
+    ("name: x\ngenerator:\n  decode: graphs\n", "<config>:3: generator.decode: Input should be 'auto', "
+     "'generate' or 'static'"),
     ("name: x\ngenerator:\n  devcie: cpu\n", "<config>:3: generator.devcie: unknown key"),
     ("name: x\ngenerator:\n  backend: vllm\n  device: cpu\n  gpu_memory_utilization: 0.8\n",
      "<config>:5: generator.gpu_memory_utilization: not an option of vLLM on the CPU (device: cpu)"),

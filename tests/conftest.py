@@ -145,6 +145,7 @@ class LlamaServer:
         import subprocess
         import sys
 
+        from a2c.devices import free_cores
         from a2c.llm.embedded import DEFAULT_MODEL, embedded_gguf
 
         self.port = port or free_port()
@@ -153,7 +154,7 @@ class LlamaServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf(DEFAULT_MODEL)),
              "--model_alias", DEFAULT_MODEL, "--host", "127.0.0.1", "--port", str(self.port),
-             "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False",
+             "--n_ctx", "2048", "--n_threads", str(free_cores()), "--verbose", "False",
              *(["--api_key", api_key] if api_key else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

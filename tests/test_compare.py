@@ -39,7 +39,8 @@ def test_two_runs_give_method_by_run_rows_with_paired_intervals(runs):
     first, second = runs
     comparison = compare_runs([first, second], labels=["seed 0", "seed 1"])
     table = comparison.table()
-    assert table.header == ["method", "run", "R1-A", "Exact Cons_sem", "R1-C Cons_sem"]
+    assert table.header == ["method", "run", "R1-A", "Exact Cons_sem", "R1-C Cons_sem",
+                            "A2C don't-know share", "A2C calls / question"]
     assert [row[:2] for row in table.rows] == [
         ["in-context paraphrases", "seed 0"], ["in-context paraphrases", "seed 1"],
         ["cross-temperature", "seed 0"], ["cross-temperature", "seed 1"]]
@@ -58,6 +59,24 @@ def test_two_runs_give_method_by_run_rows_with_paired_intervals(runs):
     assert comparison.scope() == "All 2 runs hold the same 5 questions."
 
 
+def test_a2c_columns_and_format_following_come_from_the_runs_rows(runs):
+    from a2c.qa.format_following import format_following
+    from a2c.qa.rows import CHOICES, GENERATIONS, SELECTIONS
+
+    comparison = compare_runs(list(runs), labels=["seed 0", "seed 1"])
+    folder = RunFolder(runs[1])
+    picks = [p for p in folder.read_rows(SELECTIONS) if p.method == "a2c" and p.source == "temperature"]
+    picked = [p for p in picks if p.text is not None]
+    row = next(r for r in comparison.table().rows if r[:2] == ["cross-temperature", "seed 1"])
+    assert row[-2:] == [f"{sum(bool(p.dont_know) for p in picked) / len(picked):.3f}",
+                        f"{sum(p.calls for p in picks) / len(picks):.2f}"]
+    expected = format_following(folder.read_rows(CHOICES), folder.read_rows(GENERATIONS), "short")
+    assert comparison.runs[1].following == expected
+    following = comparison.following_table()
+    assert [r[:2] for r in following.rows] == [[METHODS[s], label] for s in METHODS for label in
+                                               ["seed 0", "seed 1"]]
+
+
 def test_default_labels_are_the_model_told_apart_by_folder(runs):
     comparison = compare_runs(list(runs))
     model = " ".join(QA_SCRIPT.split())
@@ -70,7 +89,9 @@ def test_cli_writes_markdown_csv_and_plot(runs, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("# a2c compare") and f"written: {out / 'compare.png'}" in printed
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
-    assert (out / "compare.md").read_text().count("| in-context paraphrases |") == 2
+    markdown = (out / "compare.md").read_text()
+    assert markdown.count("| in-context paraphrases |") == 4  # Table 5's rows, then format-following's
+    assert "## The rank prompt: does each model follow it?" in markdown
     lines = list(csv.DictReader(io.StringIO((out / "compare.csv").read_text())))
     assert len(lines) == 2 * 2 * 3  # methods × runs × metrics
     line = next(x for x in lines if x["run"] == "b" and x["metric"] == "Exact Cons_sem"

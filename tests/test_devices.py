@@ -134,3 +134,23 @@ def test_a_run_on_a_missing_gpu_exits_2_in_one_line_before_any_model_loads(tmp_p
                                         "requested but torch sees no GPU"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.yaml"]  # no run folder, no cache
     assert time.monotonic() - start < 60
+
+
+@pytest.mark.parametrize(("cores", "load", "threads"), [(2, 0.2, 2), (2, 0.75, 1), (2, 6.3, 1), (16, 0.0, 16),
+                                                          (16, 3.4, 13), (1, 0.0, 1)])
+def test_cpu_threads_are_the_cores_the_load_leaves_and_at_least_one(cores, load, threads):
+    from a2c.devices import free_cores
+
+    assert free_cores(cores=cores, load=load) == threads
+
+
+def test_models_threads_prints_what_this_machine_gives(capsys):
+    import os
+
+    from a2c.cli import main
+    from a2c.devices import free_cores
+
+    assert main(["models", "threads"]) == 0
+    printed = int(capsys.readouterr().out)
+    assert 1 <= printed <= len(os.sched_getaffinity(0))
+    assert abs(printed - free_cores()) <= 1  # the load average may move between the two reads

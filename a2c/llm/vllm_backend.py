@@ -14,7 +14,10 @@ the rest, which on 2 cores halves the speed of an offline batch whose front end 
 generated tokens/s), so unless the environment says otherwise the worker gets every allowed core. A fifth:
 vLLM's CPU sampler sorts the whole vocabulary at every step to find a nucleus; a sampled request's top-p is
 taken by `a2c.llm.vllm_nucleus` instead (`vllm_top_p: prefilter`), which sorts only when the 64 most
-likely tokens hold less than p (a third off the paper-protocol slice).
+likely tokens hold less than p (a third off the paper-protocol slice). A sixth keeps it alive on a shared
+box: vLLM ends the engine when one model step takes over `VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS` (300 s), and
+on 2 busy cores the first prefill of a batch of Qwen2.5-Coder-0.5B prompts took longer (EngineDeadError
+after 10 min of a run), so on the CPU the limit defaults to an hour.
 Prompts longer than `max_model_len` less the reply would fail the engine's whole batch: they are cut or
 refused before it runs (`a2c.llm.context`).
 
@@ -80,10 +83,14 @@ def _use_every_core() -> None:
         os.environ.setdefault(name, value)
 
 
+CPU_STEP_TIMEOUT_S = 3600  # vLLM's own 300 s per model step ends the engine on a busy CPU
+
+
 def cpu_environment(kv_cache_gb: int) -> dict[str, str]:
-    """What the in-process CPU engine runs with (KV-cache budget, every core), for starting vLLM's server
-    the same way (`tests/vllm_server.py`); settings already in the environment win."""
-    defaults = {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb), **_every_core()}
+    """What the in-process CPU engine runs with (KV-cache budget, every core, the step timeout), for
+    starting vLLM's server the same way (`tests/vllm_server.py`); settings already in the environment win."""
+    defaults = {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb),
+                "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": str(CPU_STEP_TIMEOUT_S), **_every_core()}
     return {name: os.environ.get(name, value) for name, value in defaults.items()}
 
 
@@ -181,6 +188,7 @@ def engine_settings(config: VLLMConfig, path: str) -> EngineSettings:
 def load_engine(settings: EngineSettings) -> Any:
     if settings.on_cpu:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(settings.kv_cache_gb))
+        os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", str(CPU_STEP_TIMEOUT_S))
         _use_every_core()
     try:
         from vllm import LLM

@@ -15,6 +15,7 @@ from a2c.data.tables import csv_rows
 from a2c.files import read_text
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.signal import oracle_curve, rejection_curve
+from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.rows import METRICS, SOURCES, SUMMARY, UNCERTAINTY, MetricRow, UncertaintyRow
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import (
@@ -369,6 +370,16 @@ def plot_correlations(names: list[str], matrix: np.ndarray, sets: int) -> bytes:
 
 # -- the report -------------------------------------------------------------------------------------------
 
+def format_following_section(summary: QASummary) -> str:
+    """The report's section on the rank prompt's format-following (empty without A2C)."""
+    if not summary.format_following:
+        return ""
+    table = format_following_table([([METHOD_LABELS[source]], ff)
+                                    for source, ff in summary.format_following.items()], ["method"])
+    return ("\n\n## The rank prompt: does the model follow it?\n\n"
+            f"{FORMAT_FOLLOWING_NOTE}\n\n{table.markdown()}")
+
+
 def selection_section(summary: QASummary, table: Table) -> str:
     """The report's section on picking one answer per question: A2C against the baselines."""
     if not summary.selection:
@@ -450,6 +461,7 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
               "does not.\n\n"
             + main.markdown()
             + selection_section(summary, selection)
+            + format_following_section(summary)
             + ("\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
                if with_refs else "")
             + "\n" + signal_section

@@ -21,9 +21,11 @@ from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.format_following import FormatFollowing, format_following
 from a2c.qa.measures import measure_label
 from a2c.qa.rows import (
     CHOICES,
+    GENERATIONS,
     METRICS,
     PARAPHRASES,
     PARSE_METHODS,
@@ -196,6 +198,7 @@ class QASummary(_Model):
     before_after: list[BeforeAfter]
     selection: list[SelectionSummary]
     seed: int  # of every bootstrap
+    format_following: dict[Source, FormatFollowing] = {}  # of the rank replies; empty without A2C
     paired_resamples: int = PAIRED_RESAMPLES
 
     def group(self, method: Source, phase: Phase) -> GroupSummary | None:
@@ -291,7 +294,9 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
                      before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed),
-                     selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed)
+                     selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed,
+                     format_following=format_following(choices, store.read_rows(GENERATIONS),
+                                                       config.variation.answer_field) if choices else {})
 
 
 # -- paired intervals over questions ----------------------------------------------------------------------

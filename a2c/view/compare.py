@@ -1,7 +1,11 @@
 """`a2c compare`: the paper's Table 5 across QA runs, each change with a paired bootstrap interval.
 
 Rows are variation method × run (labelled by the run's model, or `--label`); columns are accuracy per
-similarity and Cons_sem per judge, before → after Ask-to-Choose. A cell's before and after are means over
+similarity and Cons_sem per judge, before → after Ask-to-Choose, then the share of questions where A2C's
+pick was "don't know" and A2C's model calls per question (rank prompts and the fresh paraphrases they show,
+from `selections.jsonl`). A second table gives each run's rank-prompt format-following on the same
+questions (`a2c.qa.format_following`), the paper's hypothesis being that A2C needs a model that follows the
+prompt. A cell's before and after are means over
 the questions where both are defined, and its difference after − before comes with a 95% percentile
 interval from resampling those questions (`a2c.metrics.bootstrap.paired_difference_ci` over the rows of
 `metrics.jsonl`). Runs are compared on the same questions only: different question sets are refused
@@ -18,8 +22,27 @@ from typing import Literal
 from a2c.errors import A2CError
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.consistency import mean_defined
+from a2c.qa.config import ExperimentConfig
+from a2c.qa.format_following import (
+    FORMAT_FOLLOWING_NOTE,
+    FormatFollowing,
+    format_following,
+    format_following_table,
+)
 from a2c.qa.report import METHOD_LABELS
-from a2c.qa.rows import METRICS, PARAPHRASES, PHASES, SOURCES, MetricRow, Phase, Source
+from a2c.qa.rows import (
+    CHOICES,
+    GENERATIONS,
+    METRICS,
+    PARAPHRASES,
+    PHASES,
+    SELECTIONS,
+    SOURCES,
+    MetricRow,
+    Phase,
+    SelectionRow,
+    Source,
+)
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import QASummary, judge_label
 from a2c.reporting import Table, fmt, png_bytes, pyplot
@@ -68,6 +91,16 @@ class ComparedRun:
     run: OpenedRun
     summary: QASummary
     rows: dict[tuple[Source, Phase], dict[str, MetricRow]]  # (source, phase) → question id → row
+    a2c_picks: dict[Source, list[SelectionRow]]  # A2C's pick per compared question (empty without A2C)
+    following: dict[Source, FormatFollowing]  # of its rank replies to the compared questions
+
+    def dont_know_share(self, source: Source) -> str:
+        picked = [p for p in self.a2c_picks.get(source, []) if p.text is not None]
+        return fmt(sum(bool(p.dont_know) for p in picked) / len(picked)) if picked else "n/a"
+
+    def calls_per_question(self, source: Source) -> str:
+        picks = self.a2c_picks.get(source, [])
+        return f"{sum(p.calls for p in picks) / len(picks):.2f}" if picks else "n/a"
 
 
 @dataclass(frozen=True)
@@ -94,10 +127,18 @@ class Comparison:
         return [(source, run) for source in SOURCES for run in self.runs if (source, "before") in run.rows]
 
     def table(self) -> Table:
-        header = ["method", "run", *[m.label for m in self.metrics]]
+        header = ["method", "run", *[m.label for m in self.metrics], "A2C don't-know share",
+                  "A2C calls / question"]
         return Table(header, [[METHOD_LABELS[source], run.label,
-                               *[_cell_text(self.cells[(source, run.label, m.key)]) for m in self.metrics]]
+                               *[_cell_text(self.cells[(source, run.label, m.key)]) for m in self.metrics],
+                               run.dont_know_share(source), run.calls_per_question(source)]
                               for source, run in self.rows()])
+
+    def following_table(self) -> Table | None:
+        """Each run's rank-prompt format-following per method; None when no run asked rank prompts."""
+        rows = [([METHOD_LABELS[source], run.label], ff) for source in SOURCES for run in self.runs
+                if (ff := run.following.get(source)) is not None]
+        return format_following_table(rows, ["method", "run"]) if rows else None
 
     def long_table(self) -> Table:
         """One line per method, run and metric, as numbers (compare.csv)."""
@@ -126,7 +167,8 @@ class Comparison:
                 f"the difference after − before with its {LEVEL:.0%} paired bootstrap interval "
                 f"({RESAMPLES:,} resamples of the questions, seed {SEED}); * marks an interval that "
                 "excludes 0. Accuracy is TruthfulQA's acc over the questions with references; consistency "
-                "is Cons_sem (Contra: lower = more consistent).")
+                "is Cons_sem (Contra: lower = more consistent). The last columns: the share of A2C's picks "
+                "that are the \"don't know\" option, and A2C's model calls per question.")
         if self.left_out:
             text += f" Not in every run, so not compared: {', '.join(self.left_out)}."
         return text
@@ -134,8 +176,11 @@ class Comparison:
     def markdown(self) -> str:
         runs = "\n".join(f"- {run.label}: `{run.run.path}` (experiment {run.summary.name})"
                          for run in self.runs)
+        following = self.following_table()
         return (f"# a2c compare\n\n{runs}\n\n{self.scope()}\n\n{self.explanation()}\n\n"
-                f"{self.table().markdown()}\n\n![after − before]({COMPARE_PNG.name})\n")
+                f"{self.table().markdown()}\n\n![after − before]({COMPARE_PNG.name})\n"
+                + (f"\n## The rank prompt: does each model follow it?\n\n{FORMAT_FOLLOWING_NOTE}\n\n"
+                   f"{following.markdown()}\n" if following else ""))
 
     def plot(self) -> bytes:
         """After − before per run and metric with its interval, one panel per method, one legend below."""
@@ -167,9 +212,11 @@ class Comparison:
     def sections(self) -> list[Section]:
         """The comparison as the viewer shows it, first when it opens several runs."""
         runs = "; ".join(f"{run.label}: {run.run.path}" for run in self.runs)
+        following = self.following_table()
         return [Section("Before → after Ask-to-Choose across runs", (
             Text(f"Runs — {runs}. {self.scope()}"), Text(self.explanation()), TableBlock(self.table()),
-            Image("after − before per run, with intervals", self.plot())))]
+            Image("after − before per run, with intervals", self.plot()),
+            *((Text(FORMAT_FOLLOWING_NOTE), TableBlock(following)) if following else ())))]
 
 
 def _short(label: str, limit: int = 70) -> str:
@@ -204,6 +251,23 @@ def _labels(runs: Sequence[OpenedRun], summaries: Sequence[QASummary], given: Se
     models = [" ".join(s.model.split()) for s in summaries]  # one line, whatever the model's name holds
     labels = [m if models.count(m) == 1 else f"{m} ({run.path})" for m, run in zip(models, runs, strict=True)]
     return [label if labels.count(label) == 1 else f"{label} #{k + 1}" for k, label in enumerate(labels)]
+
+
+def _a2c_figures(run: OpenedRun, questions: set[str]
+                 ) -> tuple[dict[Source, list[SelectionRow]], dict[Source, FormatFollowing]]:
+    """A2C's picks and its rank replies' format-following on the compared questions, from the run's rows
+    (so runs summarised by an older a2c, or compared with --intersect, get them too)."""
+    folder = run.folder
+    picks: dict[Source, list[SelectionRow]] = {}
+    if folder.exists(SELECTIONS.name):
+        for pick in folder.read_rows(SELECTIONS):
+            if pick.method == "a2c" and pick.id in questions:
+                picks.setdefault(pick.source, []).append(pick)
+    if not folder.exists(CHOICES.name) or not isinstance(run.config, ExperimentConfig):
+        return picks, {}
+    choices = [c for c in folder.read_rows(CHOICES) if c.id in questions]
+    generations = [g for g in folder.read_rows(GENERATIONS) if g.id in questions]
+    return picks, format_following(choices, generations, run.config.variation.answer_field)
 
 
 def _questions(run: OpenedRun, rows: Sequence[MetricRow]) -> dict[str, str]:
@@ -247,7 +311,8 @@ def compare_opened(opened: Sequence[OpenedRun], *, labels: Sequence[str] | None 
         grouped: dict[tuple[Source, Phase], dict[str, MetricRow]] = {}
         for row in rows:
             grouped.setdefault((row.source, row.phase), {})[row.id] = row
-        runs.append(ComparedRun(name, run, summary, grouped))
+        picks, following = _a2c_figures(run, set(questions))
+        runs.append(ComparedRun(name, run, summary, grouped, picks, following))
     sims = [s for s in summaries[0].similarities if all(s in x.similarities for x in summaries)]
     judges = [j for j in summaries[0].judges if all(j in x.judges for x in summaries)]
     every = dict.fromkeys([*(s for x in summaries for s in x.similarities),

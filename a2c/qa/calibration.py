@@ -155,19 +155,24 @@ def cross_fitted(method: str, scores: np.ndarray, correct: np.ndarray, ids: Sequ
     return out
 
 
-def choose_signal(units: Units, method: str, *, folds: int = FOLDS, seed: int = 0
-                  ) -> tuple[str, dict[str, float]]:
-    """The signal whose cross-fitted calibrated score has the lowest AURC, compared on the units where
-    every signal is defined (a signal undefined on most units is left out); its AURC per signal."""
+def signal_aurcs(units: Units, method: str, *, folds: int = FOLDS, seed: int = 0) -> dict[str, float]:
+    """Cross-validated AURC of each signal's calibrated score, compared on the units where every signal is
+    defined; a signal undefined on half the units or more, or constant, is left out."""
     usable = [name for name, v in units.signals.items()
               if np.isfinite(v).sum() >= max(2, len(v) // 2) and len(np.unique(v[np.isfinite(v)])) > 1]
     if not usable:
-        raise CalibrationError("no signal is defined and varies on enough questions to calibrate")
-    common = np.all([np.isfinite(units.signals[name]) for name in usable], axis=0)
-    part = units.subset(common)
-    cv = {name: aurc(cross_fitted(method, part.signals[name], part.correct, part.ids, folds=folds,
-                                  seed=seed), part.correct) for name in usable}
-    return min(cv, key=lambda name: (cv[name], name)), cv
+        return {}
+    part = units.subset(np.all([np.isfinite(units.signals[name]) for name in usable], axis=0))
+    return {name: aurc(cross_fitted(method, part.signals[name], part.correct, part.ids, folds=folds,
+                                    seed=seed), part.correct) for name in usable}
+
+
+def choose_signal(cv: Mapping[str, float]) -> str:
+    """The signal with the lowest cross-validated AURC (ties: the first name)."""
+    if not cv:
+        raise CalibrationError("no signal is defined and varies on enough questions to calibrate",
+                               hint="name one with --signal, or calibrate on a run with more questions")
+    return min(cv, key=lambda name: (cv[name], name))
 
 
 def split_halves(ids: Sequence[str], seed: int) -> np.ndarray:
@@ -329,12 +334,14 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
     sims = [s.name for s in config.accuracy.similarities]
     similarity = similarity or ("rouge1" if "rouge1" in sims else sims[0])
     units = run_units(store, config, source, similarity)
-    chosen, cv = choose_signal(units, method, folds=folds, seed=seed)
-    if signal is not None:
-        if signal not in units.signals:
-            raise CalibrationError(f"unknown signal {signal!r}; this run has: {', '.join(units.signals)}")
-        chosen = signal
+    cv = signal_aurcs(units, method, folds=folds, seed=seed)
+    if signal is not None and signal not in units.signals:
+        raise CalibrationError(f"unknown signal {signal!r}; this run has: {', '.join(units.signals)}")
+    chosen = signal or choose_signal(cv)
     part = units.defined(chosen)
+    if len(part.ids) < 2 * folds:
+        raise CalibrationError(f"signal {chosen!r} is defined on {len(part.ids)} questions of source "
+                               f"{source!r}: too few to fit and cross-fit ({2 * folds} at least)")
     if len(np.unique(part.correct)) < 2:
         every = "accurate" if part.correct[0] else "inaccurate"
         raise CalibrationError(f"every A2C answer of source {source!r} is {every}: nothing to calibrate "

@@ -27,6 +27,7 @@ from a2c.qa.config import (
     TechniqueConfig,
     VariationConfig,
 )
+from a2c.qa.decide import Decision, decide, needed_judges, settings_mismatch
 from a2c.qa.rank import (
     DEFAULT_IDK_TEXT,
     ParsedReply,
@@ -54,7 +55,6 @@ from a2c.qa.rows import (
     Source,
 )
 from a2c.qa.selection import RANDOM, SelectionError, method_judges, selection_problems
-from a2c.qa.decide import Decision, decide, needed_judges, settings_mismatch
 from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
 from a2c.stage import Generators, run_stages
 from a2c.store import MemoryStore
@@ -239,8 +239,9 @@ class AskToChoose:
                     choice.judged[name] = {
                         source: JudgedSet(m.tolist(), judge_scores(m, judge.equivalent(m)))
                         for source in SOURCES for m in [matrices[(name, source, q.id)]]}
-        for choice in out if self.calibration is not None else ():
-            choice.decision = decide(self.calibration, choice, ctx.judges() if judges else {}, config)
+        calibration = self.calibration
+        for choice in out if calibration is not None else ():
+            choice.decision = decide(calibration, choice, ctx.judges() if judges else {}, config)
         return out
 
 
@@ -259,6 +260,6 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-__all__ = ["DEFAULT_IDK_TEXT", "AskToChoose", "CalibrationMismatch", "Choice", "Decision", "JudgedSet", "ParsedReply", "RankChoice", "RankItem",
-           "RankOptions", "ask_to_choose", "choose", "majority_vote", "parse_reply", "rank_items",
-           "rank_request", "summarize"]
+__all__ = ["DEFAULT_IDK_TEXT", "AskToChoose", "CalibrationMismatch", "Choice", "Decision", "JudgedSet",
+           "ParsedReply", "RankChoice", "RankItem", "RankOptions", "ask_to_choose", "choose", "majority_vote",
+           "parse_reply", "rank_items", "rank_request", "summarize"]

@@ -92,8 +92,8 @@ def _calibrate(args: argparse.Namespace) -> int:
                             replicates=args.bootstrap, seed=args.seed)
     write_calibration(made, output)
     oos = made.out_of_sample
-    print(f"signal: {made.signal} ({made.source}, {made.method}; accuracy under {made.similarity}), fitted on "
-          f"{made.units} questions ({made.dropped} left out)")
+    print(f"signal: {made.signal} ({made.source}, {made.method}; accuracy under {made.similarity}), "
+          f"fitted on {made.units} questions ({made.dropped} left out)")
     print(f"out of sample ({oos.folds}-fold cross-fitting, 95% bootstrap intervals over questions):")
     print(f"  always answering: risk {1 - oos.accuracy:.3f}")
     print(f"  AURC {_interval(oos.aurc)} (raw signal {_interval(oos.aurc_raw)}), excess AURC "
@@ -105,8 +105,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     if control is None:
         print(f"decline below confidence {made.decline_below:g}")
     elif control.threshold is None:
-        print(f"risk control (max risk {control.max_risk:g}, delta {control.delta:g}): no threshold passed on "
-              f"{control.control_questions} held-out questions: every answer is declined")
+        print(f"risk control (max risk {control.max_risk:g}, delta {control.delta:g}): no threshold passed "
+              f"on {control.control_questions} held-out questions: every answer is declined")
     else:
         print(f"risk control (max risk {control.max_risk:g}, delta {control.delta:g}): decline below "
               f"{control.threshold:.3f}; on the {control.control_questions} held-out questions it answered "

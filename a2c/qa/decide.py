@@ -66,8 +66,8 @@ def settings_mismatch(calibration: Calibration, model: str, settings: Experiment
     for spec in calibration.judges:
         name = spec["name"]
         if name not in given:
-            return (f"judges: the calibration's signal {calibration.signal!r} reads judge {name!r}, which these "
-                    f"settings do not load ({', '.join(given) or 'none'})")
+            return (f"judges: the calibration's signal {calibration.signal!r} reads judge {name!r}, which "
+                    f"these settings do not load ({', '.join(given) or 'none'})")
         if given[name] != spec:
             return f"judges.{name}: the calibration's run used {spec!r}, these settings use {given[name]!r}"
     if calibration.entropy_judge is not None and settings.entropy_judge_name != calibration.entropy_judge:
@@ -83,12 +83,14 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
     texts = [g.answer(settings.variation.answer_field) for g in choice.generations if g.source == source]
     if not calibration.judges:  # Cons_lex: the texts alone
         return cons_lex(texts)
-    matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64) for name, sets in choice.judged.items()}
+    matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64)
+                for name, sets in choice.judged.items()}
     row = MetricRow(id="q", source=source, phase="before", n=len(texts), n_accurate=None,
                     cons_lex=cons_lex(texts), judges={name: sets[source].scores
                                                       for name, sets in choice.judged.items()}, accuracy={})
     per_set, _ = set_measures(matrices, {name: judges[name] for name in matrices})
-    uncertainty = UncertaintyRow(id="q", source=source, phase="before", accurate=None, sets=per_set, answers={})
+    uncertainty = UncertaintyRow(id="q", source=source, phase="before", accurate=None, sets=per_set,
+                                 answers={})
     values = set_signals([row], [uncertainty], list(choice.judged), settings.entropy_judge_name)
     value = values.get(calibration.signal, [None])[0]
     return None if value is None or not np.isfinite(value) else float(value)
@@ -116,4 +118,5 @@ def needed_judges(calibration: Calibration, judges: Sequence[Any]) -> list[Any]:
     from a2c.judges import JudgeSpec
 
     have = {spec.name for spec in judges}
-    return [*judges, *(JudgeSpec.model_validate(spec) for spec in calibration.judges if spec["name"] not in have)]
+    return [*judges, *(JudgeSpec.model_validate(spec) for spec in calibration.judges
+                       if spec["name"] not in have)]

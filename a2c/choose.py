@@ -239,9 +239,9 @@ class AskToChoose:
                     choice.judged[name] = {
                         source: JudgedSet(m.tolist(), judge_scores(m, judge.equivalent(m)))
                         for source in SOURCES for m in [matrices[(name, source, q.id)]]}
-        calibration = self.calibration
-        for choice in out if calibration is not None else ():
-            choice.decision = decide(calibration, choice, ctx.judges() if judges else {}, config)
+        if self.calibration is not None:
+            for choice in out:
+                choice.decision = decide(self.calibration, choice, ctx.judges() if judges else {}, config)
         return out
 
 

@@ -371,23 +371,22 @@ def write_calibration(calibration: Calibration, path: Path) -> None:
 
 def read_calibration(path: Path) -> Calibration:
     """A calibration file, or CalibrationError in one line: missing, not JSON, not a calibration, newer."""
-    hint = "make one with `a2c calibrate RUN_DIR`"
-    text = read_text(path, CalibrationError, what="calibration file", hint=hint)
+    text = read_text(path, CalibrationError, what="calibration file")
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise CalibrationError(f"{path}: not JSON ({exc})", hint=hint) from None
+        raise CalibrationError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, Mapping) or data.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(f"{path}: not an a2c calibration file (its \"format\" is not "
-                               f"\"{CALIBRATION_FORMAT}\")", hint=hint)
+                               f"\"{CALIBRATION_FORMAT}\"; `a2c calibrate RUN_DIR` makes one)")
     version = data.get("version")
     if isinstance(version, int) and version > CALIBRATION_VERSION:
         raise CalibrationError(f"{path}: calibration version {version} is newer than this a2c reads "
-                               f"({CALIBRATION_VERSION})", hint="upgrade a2c, or calibrate again")
+                               f"({CALIBRATION_VERSION}): upgrade a2c, or calibrate again")
     try:
         return Calibration.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise CalibrationError(f"{path}: damaged calibration ({where}: {first['msg']})", hint=hint) from None
+        raise CalibrationError(f"{path}: damaged calibration ({where}: {first['msg']})") from None
 

@@ -25,7 +25,7 @@ from a2c.qa.calibration import Calibration, set_signals
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
 from a2c.qa.rank import majority_vote
-from a2c.qa.rows import MetricRow, UncertaintyRow
+from a2c.qa.rows import MetricRow, Source, UncertaintyRow
 
 if TYPE_CHECKING:
     from a2c.choose import Choice
@@ -37,11 +37,12 @@ class Decision:
     answer is declined, and the answer it is about (None when the source's rank replies named nothing)."""
 
     signal: str
-    source: str
+    source: Source
     score: float | None
     confidence: float | None
     declined: bool
     answer: str | None
+    decline_below: float | None  # the calibration's threshold (None: it declines everything)
 
 
 def _differences(recorded: Any, current: Any, key: str) -> list[str]:
@@ -110,7 +111,7 @@ def decide(calibration: Calibration, choice: Choice, judges: Mapping[str, Judge]
     confidence = calibration.confidence(score)
     answer = source_answer(choice, calibration.source)
     return Decision(calibration.signal, calibration.source, score, confidence,
-                    answer is None or calibration.declines(confidence), answer)
+                    answer is None or calibration.declines(confidence), answer, calibration.decline_below)
 
 
 def needed_judges(calibration: Calibration, judges: Sequence[Any]) -> list[Any]:

@@ -53,6 +53,11 @@ def _differences(recorded: Any, current: Any, key: str) -> list[str]:
                                            f"use {current!r}"]
 
 
+def _scoring(spec: dict[str, Any]) -> dict[str, Any]:
+    """A judge spec without where it caches: the cache changes no score."""
+    return {k: v for k, v in spec.items() if k != "cache"}
+
+
 def settings_mismatch(calibration: Calibration, model: str, settings: ExperimentConfig) -> str | None:
     """The first way answers made with `model` and `settings` differ from the calibration's run, or None."""
     run = calibration.run
@@ -63,8 +68,8 @@ def settings_mismatch(calibration: Calibration, model: str, settings: Experiment
         found = sorted(_differences(run.settings.get(section), current[section], section))
         if found:
             return found[0]
-    given = {spec.name: spec.model_dump(mode="json") for spec in settings.judges}
-    for spec in calibration.judges:
+    given = {spec.name: _scoring(spec.model_dump(mode="json")) for spec in settings.judges}
+    for spec in map(_scoring, calibration.judges):
         name = spec["name"]
         if name not in given:
             return (f"judges: the calibration's signal {calibration.signal!r} reads judge {name!r}, which "

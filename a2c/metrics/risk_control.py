@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
+from scipy.stats import beta, binom
 
 
 def binomial_p_value(errors: int, answered: int, max_risk: float) -> float:
@@ -52,15 +52,25 @@ class RiskControl:
     tested: list[Tested]
 
 
-def threshold_grid(fitted: Sequence[float] | np.ndarray, *, min_answered: int = 10) -> list[float]:
-    """Thresholds for `learn_then_test`, strictest first: the distinct confidences of units *other* than
-    the ones tested (those the map was fitted on), from the first that at least `min_answered` of them reach.
-    Fixed-sequence testing stops at the first threshold it cannot pass, and one that answers nothing can
-    never pass; starting where the fitting units already answer some keeps the sequence from ending there,
-    while the tested units' labels still play no part in the grid (what validity needs)."""
-    values = np.sort(np.unique(np.asarray(fitted, dtype=np.float64)))[::-1]
-    reached = np.array([(np.asarray(fitted) >= v).sum() for v in values])
-    return [float(v) for v, n in zip(values, reached, strict=True) if n >= min(min_answered, len(fitted))]
+def upper_risk(errors: int, answered: int, delta: float) -> float:
+    """The one-sided (1 − δ) Clopper–Pearson upper bound of a risk after `errors` in `answered`."""
+    return 1.0 if answered == errors else float(beta.ppf(1 - delta, errors + 1, answered - errors))
+
+
+def threshold_grid(confidence: Sequence[float] | np.ndarray, correct: Sequence[int] | np.ndarray, *,
+                   delta: float) -> list[float]:
+    """Thresholds for `learn_then_test`, strictest first, from units *other* than the ones tested (those
+    the map was fitted on, labels included): their distinct confidences, starting at the one where those
+    units' upper risk bound is lowest. Fixed-sequence testing stops at the first threshold it cannot pass;
+    the strictest thresholds answer few units, so little evidence, and would end it early. Starting where
+    the fitting units give the tightest bound, and loosening from there, keeps the tested units' labels
+    out of the choice of the sequence, which is all the guarantee needs."""
+    c = np.asarray(confidence, dtype=np.float64).reshape(-1)
+    wrong = np.asarray(correct, dtype=np.int64).reshape(-1) == 0
+    values = np.unique(c)[::-1]
+    bounds = [upper_risk(int((wrong & (c >= v)).sum()), int((c >= v).sum()), delta) for v in values]
+    start = len(bounds) - 1 - int(np.argmin(bounds[::-1]))  # ties: the loosest
+    return [float(v) for v in values[start:]]
 
 
 def learn_then_test(confidence: Sequence[float] | np.ndarray, correct: Sequence[int] | np.ndarray,

@@ -53,7 +53,6 @@ from a2c.store import Store
 CALIBRATION_FORMAT: Final = "a2c-calibration"
 CALIBRATION_VERSION: Final = 1
 FOLDS = 5  # cross-fitting and the cross-validated AURC of the signal choice
-MIN_ANSWERED = 10  # where the risk-control threshold sequence starts (`threshold_grid`)
 # the files the run digest covers
 DIGESTED = ("config.yaml", METRICS.name, UNCERTAINTY.name, SELECTION_SCORES.name)
 
@@ -298,8 +297,7 @@ def out_of_sample(units: Units, signal: str, method: str, *, folds: int = FOLDS,
 
 
 def risk_controlled_map(units: Units, signal: str, method: str, *, max_risk: float, delta: float,
-                        seed: int = 0, min_answered: int = MIN_ANSWERED
-                        ) -> tuple[FittedMap, RiskControlRecord]:
+                        seed: int = 0) -> tuple[FittedMap, RiskControlRecord]:
     """The map fitted on one half of the questions and the Learn-then-Test threshold tested on the other:
     the tested half's labels choose nothing else, so the guarantee holds for questions like them."""
     part = units.defined(signal)
@@ -307,7 +305,7 @@ def risk_controlled_map(units: Units, signal: str, method: str, *, max_risk: flo
     if control.all() or not control.any():
         raise CalibrationError(f"{len(part.ids)} questions are too few to split for risk control")
     fitted = fit_map(method, part.signals[signal][~control], part.correct[~control])
-    grid = threshold_grid(fitted.predict(part.signals[signal][~control]), min_answered=min_answered)
+    grid = threshold_grid(fitted.predict(part.signals[signal][~control]), part.correct[~control], delta=delta)
     result = learn_then_test(fitted.predict(part.signals[signal][control]), part.correct[control], grid,
                              max_risk=max_risk, delta=delta)
     return fitted, RiskControlRecord(max_risk=max_risk, delta=delta, threshold=result.threshold,

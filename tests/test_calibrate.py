@@ -97,17 +97,11 @@ def test_the_default_output_is_the_run_folder_and_a_rerun_still_reuses_it(run, c
 ])
 def test_bad_calibrate_flags_are_one_line(run, capsys, flags, message):
     run_dir, _ = run
-    with pytest.raises(SystemExit) if message == "must be below 1" else _no_exit():
-        assert _calibrate(run_dir, *flags) == 2
-    assert message in capsys.readouterr().err
-
-
-class _no_exit:  # noqa: N801 - a context manager read like pytest.raises
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return False
+    try:
+        code = _calibrate(run_dir, *flags)
+    except SystemExit as exc:  # argparse's usage error
+        code = exc.code
+    assert code == 2 and message in capsys.readouterr().err
 
 
 def test_a_folder_without_a_run_or_labels_is_refused(tmp_path, capsys):
@@ -172,7 +166,7 @@ def test_a_calibration_from_other_answers_is_refused_by_the_wrapper(run, tmp_pat
     with pytest.raises(CalibrationMismatch, match="model: the calibration was fitted on answers of"):
         AskToChoose(other, variation=config.variation, calibration=out)
     wrapper = AskToChoose(generator, variation=config.variation, calibration=out)
-    with pytest.raises(CalibrationMismatch, match="judges.rouge1: the calibration's run used"):
+    with pytest.raises(CalibrationMismatch, match=r"judges\.rouge1: the calibration's run used"):
         wrapper.answer_many(["Why?"], judges=[JudgeSpec.of("rouge1", threshold=0.9)])
 
 
@@ -181,8 +175,8 @@ def test_probe_prints_the_verdict_and_writes_it_to_json(run, tmp_path, capsys):
     out = tmp_path / "cal.json"
     assert _calibrate(run_dir, "-o", str(out), "--signal", "R1-C Cons_sem") == 0
     capsys.readouterr()
-    assert main(["probe", "What happens if you crack your knuckles a lot?", "--backend", "scripted", "--model",
-                 SCRIPT, "--judge", "rouge1", "--no-cache", "--no-progress", "--calibration", str(out),
+    assert main(["probe", "What happens if you crack your knuckles a lot?", "--backend", "scripted",
+                 "--model", SCRIPT, "--judge", "rouge1", "--no-cache", "--no-progress", "--calibration", str(out),
                  "--json", str(tmp_path / "probe.json")]) == 0
     printed = capsys.readouterr().out
     assert "Answer or decline: R1-C Cons_sem of the temperature answers = " in printed

@@ -176,8 +176,8 @@ def test_probe_prints_the_verdict_and_writes_it_to_json(run, tmp_path, capsys):
     assert _calibrate(run_dir, "-o", str(out), "--signal", "R1-C Cons_sem") == 0
     capsys.readouterr()
     assert main(["probe", "What happens if you crack your knuckles a lot?", "--backend", "scripted",
-                 "--model", SCRIPT, "--judge", "rouge1", "--no-cache", "--no-progress", "--calibration", str(out),
-                 "--json", str(tmp_path / "probe.json")]) == 0
+                 "--model", SCRIPT, "--judge", "rouge1", "--no-cache", "--no-progress", "--calibration",
+                 str(out), "--json", str(tmp_path / "probe.json")]) == 0
     printed = capsys.readouterr().out
     assert "Answer or decline: R1-C Cons_sem of the temperature answers = " in printed
     decision = json.loads((tmp_path / "probe.json").read_text())["questions"][0]["decision"]

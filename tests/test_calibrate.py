@@ -41,6 +41,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ExperimentConfi
     return tmp / "run", config
 
 
+def _listed(config: ExperimentConfig) -> dict[str, Any]:
+    return {"judges": [j.name for j in config.judges], "entropy_judge": config.entropy_judge_name,
+            "similarities": [s.name for s in config.accuracy.similarities]}
+
+
 def _calibrate(run_dir: Path, *flags: str) -> int:
     return main(["calibrate", str(run_dir), "--source", "temperature", "--bootstrap", "50", *flags])
 
@@ -110,7 +115,7 @@ def test_a_folder_without_a_run_or_labels_is_refused(tmp_path, capsys):
     config = _config(tmp_path, dataset={"name": "quickstart"}, limit=3, selection=[])
     run_experiment(config, progress=False)
     with pytest.raises(CalibrationError, match="holds no A2C answers"):
-        run_units(RunFolder(tmp_path / "run"), config, "temperature", "rouge1")
+        run_units(RunFolder(tmp_path / "run"), "temperature", "rouge1", **_listed(config))
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -143,7 +148,7 @@ def test_the_wrapper_scores_a_question_as_the_run_did_and_decides(run, tmp_path)
         wrapper = AskToChoose(build_generator(config.generator), variation=config.variation, a2c=config.a2c,
                               seed=config.seed, calibration=out)
         records = load_data(config)[:6]
-        units = run_units(RunFolder(run_dir), config, "temperature", "rouge1")
+        units = run_units(RunFolder(run_dir), "temperature", "rouge1", **_listed(config))
         row = {qid: k for k, qid in enumerate(units.ids)}
         for record, choice in zip(records, wrapper.answer_many([r.question for r in records]), strict=True):
             decision = choice.decision

@@ -98,11 +98,18 @@ def set_signals(rows: Sequence[MetricRow], uncertainty: Sequence[UncertaintyRow]
     return {**signal_scores(rows, judges, entropy_judge), **uncertainty_scores(uncertainty)}
 
 
-def run_units(store: Store, config: ExperimentConfig, source: Source, similarity: str) -> Units:
-    """The labelled units of a finished run for one source: signals before A2C, the A2C answer's accuracy."""
-    if similarity not in [s.name for s in config.accuracy.similarities]:
+def default_similarity(similarities: Sequence[str]) -> str:
+    """R1-A when the run scored it, else its first similarity."""
+    return "rouge1" if "rouge1" in similarities else similarities[0]
+
+
+def run_units(store: Store, source: Source, similarity: str, *, judges: Sequence[str], entropy_judge: str,
+              similarities: Sequence[str]) -> Units:
+    """The labelled units of a finished run for one source: signals before A2C, the A2C answer's accuracy
+    (the run's judges, entropy judge and accuracy similarities as its config or summary lists them)."""
+    if similarity not in similarities:
         raise CalibrationError(f"similarity {similarity!r} did not score this run (it scored "
-                               f"{', '.join(s.name for s in config.accuracy.similarities)})")
+                               f"{', '.join(similarities)})")
     for file in (METRICS, SELECTION_SCORES):
         if not store.exists(file.name):
             raise CalibrationError(f"{store.where(file.name)} is missing: calibration needs a finished run "
@@ -121,13 +128,12 @@ def run_units(store: Store, config: ExperimentConfig, source: Source, similarity
         raise CalibrationError(f"no question of {store.where('')} has an accurate-or-not A2C answer for "
                                f"source {source!r} (no reference answers, or no rank reply named an option)")
     ids = [qid for qid, _ in labelled]
-    judges = [j.name for j in config.judges]
-    ent = config.entropy_judge_name
     kept = [uncertainty[i] for i in ids if i in uncertainty]
-    columns = set_signals([rows[i] for i in ids], kept if len(kept) == len(ids) else [], judges, ent)
+    columns = set_signals([rows[i] for i in ids], kept if len(kept) == len(ids) else [], judges,
+                          entropy_judge)
     signals = {name: np.array([math.nan if v is None else v for v in values], dtype=np.float64)
                for name, values in columns.items()}
-    reads = signal_reads(judges, ent, uncertainty_keys(kept))
+    reads = signal_reads(judges, entropy_judge, uncertainty_keys(kept))
     return Units(ids, np.array([acc == 1.0 for _, acc in labelled], dtype=np.int64), signals,
                  {name: reads[name] for name in signals}, dropped=len(rows) - len(ids))
 
@@ -330,8 +336,9 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
                      ) -> Calibration:
     """Fit a calibration on a finished run (module docstring)."""
     sims = [s.name for s in config.accuracy.similarities]
-    similarity = similarity or ("rouge1" if "rouge1" in sims else sims[0])
-    units = run_units(store, config, source, similarity)
+    similarity = similarity or default_similarity(sims)
+    units = run_units(store, source, similarity, judges=[j.name for j in config.judges],
+                      entropy_judge=config.entropy_judge_name, similarities=sims)
     cv = signal_aurcs(units, method, folds=folds, seed=seed)
     if signal is not None and signal not in units.signals:
         raise CalibrationError(f"unknown signal {signal!r}; this run has: {', '.join(units.signals)}")

@@ -188,3 +188,21 @@ def test_probe_prints_the_verdict_and_writes_it_to_json(run, tmp_path, capsys):
     decision = json.loads((tmp_path / "probe.json").read_text())["questions"][0]["decision"]
     assert decision["signal"] == "R1-C Cons_sem" and isinstance(decision["declined"], bool)
     assert ("DECLINED" in printed) == decision["declined"]
+
+
+def test_the_report_and_the_viewer_show_answer_or_decline(run, tmp_path):
+    from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE
+    from a2c.view import write_view
+
+    run_dir, _ = run
+    report = (run_dir / "report.md").read_text()
+    section = report[report.index("## Answer or decline"):report.index("## Counts")]
+    assert "| signal | source | questions | risk answering all | AURC [95% CI] | ECE (calibrated) |" \
+        in section
+    assert "| R1-C Cons_sem | temperature | 59 |" in section
+    # the scripted paraphrases mostly fail their checks: too few questions for that source, said so
+    assert "- paraphrase: undefined (" in section
+    assert (run_dir / PLOT_RISK_COVERAGE.name).read_bytes()[:4] == b"\x89PNG"
+    assert (run_dir / TABLE_DECLINE.name).read_text().startswith("signal,source,questions,")
+    html = write_view([run_dir], tmp_path / "view.html").read_text()
+    assert "Answer or decline" in html and "risk vs coverage" in html

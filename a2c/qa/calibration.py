@@ -28,7 +28,6 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from a2c import __version__
 from a2c.calibration_maps import FittedMap, MapKind, fit_map
 from a2c.errors import A2CError
 from a2c.files import read_text
@@ -248,7 +247,6 @@ class Calibration(_Model):
 
     format: Literal["a2c-calibration"] = CALIBRATION_FORMAT
     version: Literal[1] = CALIBRATION_VERSION
-    a2c_version: str = __version__
     signal: str
     judges: list[dict[str, Any]]  # the judges the signal reads, with their options as the run had them
     entropy_judge: str | None  # the run's entropy judge when the signal is the clustering entropy

@@ -124,10 +124,10 @@ def main() -> int:
           f"| coverage at {args.max_risk:.0%} risk | always: risk | raw Cons_sem threshold: coverage / risk "
           "| risk-controlled: threshold / coverage / risk | random at that coverage: risk |")
     print("|" + "---|" * 15)
-    for source, name, r in rows:
+    for side, name, r in rows:
         always, raw, ctl, rnd = r["always"], r["raw_threshold"], r["controlled"], r["random"]
         thr = "declines all" if r["threshold"] is None else f"{r['threshold']:.3f}"
-        print(f"| {source} | {name} | {r['units']} | {r['signal']} | {r['aurc']:.3f} | {r['aurc_cons']:.3f} "
+        print(f"| {side} | {name} | {r['units']} | {r['signal']} | {r['aurc']:.3f} | {r['aurc_cons']:.3f} "
               f"| {r['aurc_oracle']:.3f} | {r['ece_before']:.3f} | {r['ece_after_cons']:.3f} "
               f"| {r['ece_after']:.3f} | {r['coverage_at_risk']:.3f} | {_pct(always[1])} "
               f"| {raw[0]:.3f} / {_pct(raw[1])} | {thr} / {ctl[0]:.3f} / {_pct(ctl[1])} | {_pct(rnd[1])} |")

@@ -65,7 +65,8 @@ def test_calibrate_writes_a_versioned_file_with_out_of_sample_figures(run, tmp_p
     assert made.run.settings["variation"]["temperatures"] == [0.25, 0.5, 0.75, 1.0]
     oos = made.out_of_sample
     assert oos.units == made.units and set(oos.coverage_at_risk) == {"0.1", "0.2", "0.3"}
-    assert oos.aurc.low is not None and oos.aurc.low <= oos.aurc.value <= oos.aurc.high
+    assert oos.aurc.low is not None and oos.aurc.high is not None
+    assert oos.aurc.low <= oos.aurc.value <= oos.aurc.high
     xs = np.linspace(-5, 5, 101)
     assert np.all(np.diff(made.map.predict(xs)) >= 0)  # monotone in the signal
 
@@ -102,6 +103,7 @@ def test_the_default_output_is_the_run_folder_and_a_rerun_still_reuses_it(run, c
 ])
 def test_bad_calibrate_flags_are_one_line(run, capsys, flags, message):
     run_dir, _ = run
+    code: object
     try:
         code = _calibrate(run_dir, *flags)
     except SystemExit as exc:  # argparse's usage error
@@ -152,7 +154,8 @@ def test_the_wrapper_scores_a_question_as_the_run_did_and_decides(run, tmp_path)
         row = {qid: k for k, qid in enumerate(units.ids)}
         for record, choice in zip(records, wrapper.answer_many([r.question for r in records]), strict=True):
             decision = choice.decision
-            assert decision is not None and decision.signal == signal
+            assert decision is not None and decision.signal == signal and decision.score is not None
+            assert choice.confidence is not None
             if record.id in row:  # the very value the run's signal table has for this question
                 assert decision.score == pytest.approx(units.signals[signal][row[record.id]])
             assert choice.confidence == pytest.approx(made.map.predict([decision.score])[0])

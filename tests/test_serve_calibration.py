@@ -43,7 +43,7 @@ def calibrated_app(decline_text: str | None = DECLINE, made: Calibration | None 
     return create_app(build_state(config, scripted(), api_key=None))
 
 
-def _ask(app, bodies: list[dict[str, Any]]) -> list[Any]:
+def _ask(app, bodies: list[dict[str, Any]]) -> Any:
     async def scenario(client):
         return await asyncio.gather(*(client.post("/v1/chat/completions", json=b) for b in bodies))
 
@@ -100,7 +100,8 @@ def test_a_request_may_not_change_what_the_calibration_was_fitted_on():
 
 @pytest.mark.parametrize(("made", "named"), [
     (calibration(model="another-model"), "model: the calibration was fitted on answers of 'another-model'"),
-    (calibration({**SETTINGS, "variation": {**SETTINGS["variation"], "temperatures": [0.7]}}),
+    (calibration({**SETTINGS, "variation": {"techniques": ["synonyms", "word forms"],
+                                            "temperatures": [0.7]}}),
      "variation.temperatures: the calibration's run used [0.7], these settings use [0.5, 1.0]"),
     (calibration(judges=[{"name": "rouge1"}], signal="R1-C Cons_sem"),
      "judges: the calibration's signal 'R1-C Cons_sem' reads judge 'rouge1', which these settings do not "

@@ -32,6 +32,7 @@ from a2c.qa.calibration import (
     risk_controlled_map,
     run_units,
     signal_aurcs,
+    split_halves,
 )
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import SOURCES
@@ -59,7 +60,8 @@ def answered_risk(answer: np.ndarray, correct: np.ndarray) -> tuple[float, float
 
 def direction(fit: Units, held: Units, cons: str, max_risk: float, delta: float, seed: int
               ) -> dict[str, Any]:
-    chosen = choose_signal(signal_aurcs(fit, METHOD, seed=seed))
+    # as `a2c calibrate --max-risk` does: the signal chosen on the fitting half of the fit questions only
+    chosen = choose_signal(signal_aurcs(fit.subset(~split_halves(fit.ids, seed)), METHOD, seed=seed))
     fitted, control = risk_controlled_map(fit, chosen, METHOD, max_risk=max_risk, delta=delta, seed=seed)
     y = held.correct
     score = held.signals[chosen]

@@ -180,7 +180,8 @@ def choose_signal(cv: Mapping[str, float]) -> str:
 
 
 def split_halves(ids: Sequence[str], seed: int) -> np.ndarray:
-    """True for the questions the risk-control test runs on, False for those the map is fitted on."""
+    """True for the questions the risk-control test runs on, False for those the signal is chosen and the
+    map fitted on; by id, so a question keeps its half in any subset of the units."""
     return fold_of(ids, 2, stable_seed("risk-control", seed)) == 1
 
 
@@ -337,7 +338,9 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
     similarity = similarity or default_similarity(sims)
     units = run_units(store, source, similarity, judges=[j.name for j in config.judges],
                       entropy_judge=config.entropy_judge_name, similarities=sims)
-    cv = signal_aurcs(units, method, folds=folds, seed=seed)
+    # with risk control the signal is chosen on the fitting half only: the tested half's labels choose nothing
+    choosing = units if max_risk is None else units.subset(~split_halves(units.ids, seed))
+    cv = signal_aurcs(choosing, method, folds=folds, seed=seed)
     if signal is not None and signal not in units.signals:
         raise CalibrationError(f"unknown signal {signal!r}; this run has: {', '.join(units.signals)}")
     chosen = signal or choose_signal(cv)

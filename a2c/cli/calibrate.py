@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "table), the label whether the answer A2C picks from that source is accurate. The signal with the "
         "lowest cross-validated AURC is used unless --signal names one; the printed figures are "
         "out-of-sample (cross-fitted). With --max-risk R --delta D the decline threshold is chosen by "
-        "Learn-then-Test on half of the questions (the map is fitted on the other half): with probability "
-        ">= 1 - D, the share of wrong answers among those answered is <= R for new questions drawn like "
-        "the run's, answered by the same model, settings and judges.",
+        "Learn-then-Test on half of the questions (the signal is chosen and the map fitted on the other "
+        "half): with probability >= 1 - D, the share of wrong answers among those answered is <= R for "
+        "new questions drawn like the run's, answered by the same model, settings and judges.",
         epilog="Use the file with `a2c serve --calibration FILE`, `a2c probe --calibration FILE` or "
         "AskToChoose(calibration=FILE).")
     parser.add_argument("run_dir", type=Path, help="a finished run folder of `a2c run` (with references)")

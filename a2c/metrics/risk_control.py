@@ -1,7 +1,8 @@
 """A decline threshold with a finite-sample risk guarantee: Learn-then-Test with fixed-sequence testing.
 
 Answering the units whose confidence is ≥ λ, the selective risk R(λ) is the probability that an answered
-unit is wrong. For each λ of a grid fixed *before* seeing the labels, test H_λ: R(λ) > max_risk with the
+unit is wrong. For each λ of a sequence fixed *without* the tested units' labels (`threshold_grid` takes
+it from the units the map was fitted on), test H_λ: R(λ) > max_risk with the
 exact binomial p-value of the answered units' errors — given which units are answered, their errors are
 independent draws with probability R(λ), so P(Bin(n_λ, max_risk) ≤ errors) is valid (a 0/1 loss needs no
 Hoeffding–Bentkus bound). Testing from the strictest λ down and stopping at the first H_λ not rejected at

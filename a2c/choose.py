@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from a2c.errors import A2CError
 from a2c.judges import Judge, JudgeSpec
 from a2c.llm.base import Generator
 from a2c.llm.progress import generation_progress
 from a2c.metrics import cons_lex
 from a2c.metrics.sets import JudgeScores, judge_scores
 from a2c.paraphrase import Technique
+from a2c.qa.calibration import Calibration, read_calibration
 from a2c.qa.config import (
     A2CConfig,
     ExperimentConfig,
@@ -24,6 +27,7 @@ from a2c.qa.config import (
     TechniqueConfig,
     VariationConfig,
 )
+from a2c.qa.decide import Decision, decide, needed_judges, settings_mismatch
 from a2c.qa.rank import (
     DEFAULT_IDK_TEXT,
     ParsedReply,
@@ -80,6 +84,18 @@ class Choice:
     judged: dict[str, dict[Source, JudgedSet]] = field(default_factory=dict, repr=False)
     # selection method → source → its pick, as `selections.jsonl` keeps it (only with `selection=`)
     selections: dict[str, dict[Source, SelectionRow]] = field(default_factory=dict, repr=False)
+    decision: Decision | None = None  # answer or decline (only with `AskToChoose(calibration=...)`)
+
+    @property
+    def confidence(self) -> float | None:
+        """P(the calibration source's A2C answer is accurate), calibrated; None without a calibration or
+        when the signal is undefined."""
+        return None if self.decision is None else self.decision.confidence
+
+    @property
+    def declined(self) -> bool | None:
+        """Whether the calibration says not to answer; None without a calibration."""
+        return None if self.decision is None else self.decision.declined
 
     @property
     def chosen_texts(self) -> list[str]:
@@ -120,6 +136,11 @@ class AskToChoose:
     `selection=` (names or `{name, <options>}` as a config's `selection:`; `random` picks nothing, so it is
     refused) also runs the run's selection stage: each method's pick per source is in `Choice.selections`.
     Methods that read a judge's matrix (`medoid`, `majority_cluster`) get the judges stage too.
+
+    `calibration=` (a `Calibration` or the path of a `calibration.json` from `a2c calibrate`) adds answer
+    or decline: each `Choice` gets `confidence` and `declined` (`Choice.decision` says about which answer).
+    The calibration must come from answers made as these are (model, variation, A2C settings); a mismatch
+    raises `CalibrationMismatch` naming it. The judges its signal reads are run on the candidates.
     """
 
     def __init__(self, generator: Generator, aux: Generator | None = None, *,
@@ -128,7 +149,8 @@ class AskToChoose:
                  top_p: float | None = None, samples: int | None = None,
                  paraphrase_temperature: float | None = None, rank_temperature: float | None = None,
                  answer_field: AnswerField | None = None, idk_text: str | None = None,
-                 selection: Sequence[str | Mapping[str, Any] | SelectionConfig] = ()) -> None:
+                 selection: Sequence[str | Mapping[str, Any] | SelectionConfig] = (),
+                 calibration: Calibration | str | Path | None = None) -> None:
         self.generator = generator
         self.aux = aux or generator
         shortcuts: dict[str, Any] = {
@@ -148,6 +170,14 @@ class AskToChoose:
         if any(s.name == RANDOM for s in methods):
             raise SelectionError("selection method 'random' picks no answer: it is the expected accuracy "
                                  "of a uniformly drawn candidate, which a run reports")
+        if isinstance(calibration, str | Path):
+            calibration = read_calibration(Path(calibration))
+        self.calibration = calibration
+        if calibration is not None:
+            mismatch = settings_mismatch(calibration, generator.model, self.config.model_copy(
+                update={"judges": needed_judges(calibration, [])}))
+            if mismatch is not None:
+                raise CalibrationMismatch(f"the calibration does not fit this wrapper: {mismatch}")
 
     def answer(self, question: str) -> Choice:
         return self.answer_many([question])[0]
@@ -163,6 +193,12 @@ class AskToChoose:
         if not asked:
             return []
         update: dict[str, Any] = {"chunk_size": len(asked)}  # one batched call per step
+        if self.calibration is not None:
+            judges = needed_judges(self.calibration, judges)
+            mismatch = settings_mismatch(self.calibration, self.generator.model,
+                                         self.config.model_copy(update={"judges": list(judges)}))
+            if mismatch is not None:
+                raise CalibrationMismatch(f"the calibration does not fit these judges: {mismatch}")
         if judges:
             update["judges"] = list(judges)
         config = self.config.model_copy(update=update)
@@ -203,7 +239,14 @@ class AskToChoose:
                     choice.judged[name] = {
                         source: JudgedSet(m.tolist(), judge_scores(m, judge.equivalent(m)))
                         for source in SOURCES for m in [matrices[(name, source, q.id)]]}
+        if self.calibration is not None:
+            for choice in out:
+                choice.decision = decide(self.calibration, choice, ctx.judges() if judges else {}, config)
         return out
+
+
+class CalibrationMismatch(A2CError):
+    """A calibration fitted on answers made otherwise than the wrapper's (model, settings or judges)."""
 
 
 def _selection_spec(given: str | Mapping[str, Any] | SelectionConfig) -> SelectionConfig:
@@ -217,6 +260,6 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-__all__ = ["DEFAULT_IDK_TEXT", "AskToChoose", "Choice", "JudgedSet", "ParsedReply", "RankChoice", "RankItem",
-           "RankOptions", "ask_to_choose", "choose", "majority_vote", "parse_reply", "rank_items",
-           "rank_request", "summarize"]
+__all__ = ["DEFAULT_IDK_TEXT", "AskToChoose", "CalibrationMismatch", "Choice", "Decision", "JudgedSet",
+           "ParsedReply", "RankChoice", "RankItem", "RankOptions", "ask_to_choose", "choose", "majority_vote",
+           "parse_reply", "rank_items", "rank_request", "summarize"]

@@ -46,12 +46,13 @@ class RunFolderError(A2CError):
 
 MARKERS = "stages"  # the folder of stage markers
 VIEW_FILE = "report.html"  # `a2c view`/`a2c report` write it for people; a2c never reads it
+CALIBRATION_FILE = "calibration.json"  # `a2c calibrate` writes it by default; the run never reads it
 
 
 def _written_by_a2c(folder: RunFolder) -> set[str]:
     """The top-level files an a2c run writes into its folder: its own files, every file any task's stages
     write, and whatever the folder's markers say their stages wrote."""
-    names = {RUN_FILE, CONFIG_FILE, TIMINGS.name, LOCK_FILE, VIEW_FILE}
+    names = {RUN_FILE, CONFIG_FILE, TIMINGS.name, LOCK_FILE, VIEW_FILE, CALIBRATION_FILE}
     for name in TASKS.names():
         names |= {file.name for stage in TASKS.get(name).stages for file in stage.writes}
     markers = folder.path / MARKERS
@@ -66,9 +67,9 @@ def _written_by_a2c(folder: RunFolder) -> set[str]:
 
 def read_back_files(run_dir: Path) -> set[str] | None:
     """The top-level files of the run folder `run_dir` that a2c reads again (all it writes there but the
-    HTML view), which no other output may replace; None when `run_dir` holds no run."""
+    HTML view and the calibration), which no other output may replace; None when `run_dir` holds no run."""
     folder = RunFolder(run_dir)
-    return _written_by_a2c(folder) - {VIEW_FILE} if folder.exists(RUN_FILE) else None
+    return _written_by_a2c(folder) - {VIEW_FILE, CALIBRATION_FILE} if folder.exists(RUN_FILE) else None
 
 
 def _foreign_files(folder: RunFolder) -> list[str]:

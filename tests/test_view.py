@@ -106,7 +106,8 @@ def test_the_overview_is_the_report_with_its_tables_and_plots_then_the_summary(q
     assert titles[:2] == ["a2c report: view-qa", "Before → after Ask-to-Choose"]
     table = next(b for b in page.overview[1].blocks if isinstance(b, TableBlock)).table
     assert table.rows[0][:2] == ["in-context paraphrases", qa_config(qa.parent).generator.model]
-    assert len([b for s in page.overview for b in s.blocks if isinstance(b, Image)]) == 3
+    # accuracy vs consistency, metric correlations, accuracy vs rejection, risk vs coverage
+    assert len([b for s in page.overview for b in s.blocks if isinstance(b, Image)]) == 4
     summary = page.overview[-1]
     assert summary.folded and summary.title == "Everything in summary.json"
     paths = {b.title for b in summary.blocks if isinstance(b, TableBlock)}

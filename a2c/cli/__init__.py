@@ -31,7 +31,7 @@ from a2c.untrusted import printable
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
 COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "score", "judge",
-                                    "models", "serve")
+                                    "calibrate", "models", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -65,6 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--selection", action="append", default=[], metavar="NAME",
                         help="also pick one answer per source with this selection method: a2c, usc, medoid "
                         "(under --judge), majority_cluster (repeatable)")
+    parser.add_argument("--calibration", type=Path, metavar="FILE",
+                        help="calibration.json of `a2c calibrate`: also print the calibrated confidence and "
+                        "whether to answer or decline (the model and settings must be the calibration's "
+                        "run's: use its config with --config)")
     parser.add_argument("--temperatures", type=finite_number(0.0, inclusive=True), nargs="+",
                         help="sampling temperatures (finite, >= 0; default: the config's, else 0.25 0.5 "
                         "0.75 1.0)")
@@ -140,6 +144,8 @@ class ProbeResult:
     answer: str | None  # the A2C answer: the most chosen option
     # selection method → source → its pick: text, candidate, dont_know, calls, reply, parse
     selections: dict[str, dict[str, dict[str, Any]]]
+    # with --calibration: signal, source, score, confidence, declined, answer, decline_below
+    decision: dict[str, Any] | None = None
 
 
 CHOICE_FIELDS = {"source", "slot", "shown_question", "reply", "option", "method", "text"}
@@ -220,7 +226,8 @@ def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], j
                                    choice.answer,
                                    {method: {source: pick.model_dump(include=PICK_FIELDS)
                                              for source, pick in per_source.items()}
-                                    for method, per_source in choice.selections.items()}))
+                                    for method, per_source in choice.selections.items()},
+                                   None if choice.decision is None else asdict(choice.decision)))
     return results
 
 
@@ -241,6 +248,12 @@ def _print(result: ProbeResult, judge_name: str) -> None:
         chosen = choice["text"] if choice["text"] is not None else "UNPARSED"
         print(f"  {_label(choice['source'], choice['slot'])}  reply {choice['reply'].strip()!r} → {chosen}")
     print(f"\nA2C answer: {result.answer if result.answer is not None else '(no reply could be parsed)'}")
+    decision = result.decision
+    if decision is not None:
+        verdict = "DECLINED" if decision["declined"] else "answered"
+        answer = decision["answer"] if decision["answer"] is not None else "(no reply of this source parsed)"
+        print(f"\nAnswer or decline: {decision['signal']} of the {decision['source']} answers = "
+              f"{_show(decision['score'])}, confidence {_show(decision['confidence'])} → {verdict}: {answer}")
     if result.selections:
         print("\nSelection (one answer per source):")
     for method, per_source in result.selections.items():
@@ -267,11 +280,20 @@ def _probe(args: argparse.Namespace) -> int:
     for name in args.selection:
         SELECTION_METHODS.get(name)  # an unknown name: one line with the closest names
     variation, a2c, seed = _decoding(args)
-    wrapper = AskToChoose(generator, variation=variation, a2c=a2c, seed=seed, selection=args.selection)
+    calibration = None
+    if args.calibration is not None:
+        from a2c.qa.calibration import read_calibration
+
+        calibration = read_calibration(args.calibration)
+    wrapper = AskToChoose(generator, variation=variation, a2c=a2c, seed=seed, selection=args.selection,
+                          calibration=calibration)
     # checked before any model loads: an unknown name is one line with the closest names
     judge = JudgeSpec.parse(args.judge) if not args.no_cache else JudgeSpec.of(args.judge, cache=None)
+    # a judge the calibration reads is scored with the options the calibration's run gave it
+    calibrated = set() if calibration is None else {j["name"] for j in calibration.judges}
+    judges = [] if judge.name in calibrated else [judge]
     # one batched pass over every question, judged by the run's own judges stage
-    choices = wrapper.answer_many([q for _, q in asked], judges=[judge], log=_log,
+    choices = wrapper.answer_many([q for _, q in asked], judges=judges, log=_log,
                                   progress=not args.no_progress)
     results = probe_results(asked, choices, judge.name, len(wrapper.config.variation.techniques))
     for number, result in enumerate(results):

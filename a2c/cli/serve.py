@@ -20,6 +20,7 @@ from typing import Any
 
 from a2c.cli.argtypes import finite_number, whole_number
 from a2c.errors import A2CError
+from a2c.untrusted import is_blank
 
 API_KEY_ENV = "A2C_SERVE_API_KEY"
 UPSTREAM_KEY_FROM_FILE = "A2C_SERVE_UPSTREAM_KEY"  # where a key read from --upstream-key-file is kept
@@ -94,6 +95,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     server.add_argument("--max-calls", type=whole_number(1), metavar="N",
                         help="most model calls one request's settings may cost, counted before any is made; "
                         "more: 400 (default 256)")
+    decline = parser.add_argument_group("answer or decline")
+    decline.add_argument("--calibration", type=Path, metavar="FILE",
+                         help="calibration.json of `a2c calibrate`: each response's `a2c` field gets "
+                         "`confidence` and `declined`, and the content is the A2C answer of the calibrated "
+                         "source. It must come from a run of this model with these settings and judges "
+                         "(refused at start-up otherwise); requests may not change those settings")
+    decline.add_argument("--decline-text", metavar="TEXT",
+                         help="with --calibration: answer this text instead of a declined answer (the "
+                         "response keeps its shape and finish_reason)")
     server.add_argument("--log-requests", action="store_true", default=None,
                         help="put each request's question in its access-log line (default: method, path, "
                         "status, latency and model calls only)")
@@ -150,6 +160,16 @@ def serve_config(args: argparse.Namespace) -> Any:
         raise ServeConfigError(f"{args.config or 'flags'}: {exc}",
                                hint="raise the server's limit (its flag or `server:` key) or lower the "
                                "setting") from None
+    if args.decline_text is not None and args.calibration is None:
+        raise A2CError("--decline-text needs --calibration (what decides to decline)")
+    if args.decline_text is not None and is_blank(args.decline_text):
+        raise A2CError("--decline-text is empty (or only invisible characters): give the text to answer")
+    if args.calibration is not None:
+        from a2c.qa.calibration import read_calibration
+        from a2c.serve.config import with_calibration
+
+        config = with_calibration(config, read_calibration(args.calibration), args.decline_text,
+                                  f"--calibration {args.calibration}")
     return config
 
 
@@ -219,6 +239,12 @@ def _serve(args: argparse.Namespace) -> int:
           f"batch window {opts.batch_window:g} s, max batch {opts.max_batch}, max pending "
           f"{opts.max_pending}, deadline {opts.deadline:g} s, client auth {'on' if api_key else 'off'}",
           file=sys.stderr, flush=True)
+    if config.calibration is not None:
+        cal = config.calibration
+        rule = "every answer declined" if cal.decline_below is None else \
+            f"declined below confidence {cal.decline_below:.3f} ({cal.rule})"
+        print(f"a2c serve: answer or decline by {cal.signal} of the {cal.source} answers, {rule}",
+              file=sys.stderr, flush=True)
     uvicorn_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, lifespan="on",
                                     timeout_graceful_shutdown=int(opts.deadline) + 5,
                                     http=head_deadline(opts.read_timeout))

@@ -66,7 +66,8 @@ class Groups:
         return cls(s, n, a)
 
     @classmethod
-    def per_answer(cls, scores: Sequence[float], labels: Sequence[bool | int] | np.ndarray) -> Groups:
+    def per_answer(cls, scores: Sequence[float] | np.ndarray, labels: Sequence[bool | int] | np.ndarray
+                   ) -> Groups:
         """One set per answer: plain (score, label) pairs."""
         labels = np.asarray(labels, dtype=np.int64).reshape(-1)
         if np.any((labels != 0) & (labels != 1)):

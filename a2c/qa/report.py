@@ -16,6 +16,7 @@ from a2c.files import read_text
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.signal import oracle_curve, rejection_curve
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
+from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
 from a2c.qa.rows import METRICS, SOURCES, SUMMARY, UNCERTAINTY, MetricRow, UncertaintyRow
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import (
@@ -43,7 +44,7 @@ TABLE_SIGNAL = RunFile("table_signal.csv")
 PLOT_REJECTION = RunFile("accuracy_vs_rejection.png")
 TABLE_SELECTION = RunFile("table_selection.csv")
 REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS,
-                TABLE_SIGNAL, PLOT_REJECTION, TABLE_SELECTION)
+                TABLE_SIGNAL, PLOT_REJECTION, TABLE_SELECTION, TABLE_DECLINE, PLOT_RISK_COVERAGE)
 METHOD_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
 # how a rank reply was read (`ParseMethod`), as the counts table names it
 PARSE_METHOD_ROWS = {"number": "rank replies read by option number",
@@ -465,6 +466,7 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
             + ("\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
                if with_refs else "")
             + "\n" + signal_section
+            + (decline_section(store, summary) if with_refs else "")
             + "\n## Counts\n\n" + counts.markdown() + "\n" + human_section
             + f"\n![accuracy vs consistency]({PLOT_ACCURACY.name})\n"
             + f"\n![metric correlations]({PLOT_CORRELATIONS.name})\n")

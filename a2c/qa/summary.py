@@ -421,13 +421,22 @@ def _confidence(measure: str, value: float) -> float:
     return cast(float, UNCERTAINTY_MEASURES[measure].as_confidence(value))
 
 
+def uncertainty_name(measure: str, graph: str) -> str:
+    """What the signal table calls a per-set measure of a judge (or graph) as a confidence: `-U_Deg (...)`."""
+    sign = "-" if UNCERTAINTY_MEASURES[measure].kind == "uncertainty" else ""
+    return f"{sign}{measure_label(measure)} ({graph_label(graph)})"
+
+
+def uncertainty_keys(rows: Sequence[UncertaintyRow]) -> list[tuple[str, str]]:
+    """The (measure, judge or graph) pairs the rows hold per set, in the order they first appear."""
+    return list(dict.fromkeys((m, g) for r in rows for m, values in r.sets.items() for g in values))
+
+
 def uncertainty_scores(rows: Sequence[UncertaintyRow]) -> dict[str, list[float | None]]:
     """Per set, every per-set uncertainty measure of every judge as a confidence (uncertainties negated)."""
-    keys = dict.fromkeys((m, g) for r in rows for m, values in r.sets.items() for g in values)
     columns: dict[str, list[float | None]] = {}
-    for measure, graph in keys:
-        sign = "-" if UNCERTAINTY_MEASURES[measure].kind == "uncertainty" else ""
-        columns[f"{sign}{measure_label(measure)} ({graph_label(graph)})"] = [
+    for measure, graph in uncertainty_keys(rows):
+        columns[uncertainty_name(measure, graph)] = [
             None if (v := r.sets.get(measure, {}).get(graph)) is None else _confidence(measure, v)
             for r in rows]
     return columns

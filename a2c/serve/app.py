@@ -28,6 +28,7 @@ from a2c.llm import Generator
 from a2c.llm.config import OpenAIConfig
 from a2c.llm.openai_backend import BackendError
 from a2c.llm.sampling import CachedGenerator, RequestsFailed
+from a2c.qa.decide import settings_mismatch
 from a2c.redact import redact
 from a2c.serve.batcher import Batcher, Job, QueueFull
 from a2c.serve.config import ServeConfig, SettingsError, settings_json
@@ -222,14 +223,22 @@ def create_app(state: ServeState) -> FastAPI:
             settings = override(state.config.defaults, given, limits=server)
         except SettingsError as exc:
             raise bad_request(str(exc), param=exc.param) from None
+        calibration = state.config.calibration
+        mismatch = None if calibration is None else settings_mismatch(calibration, state.model, settings)
+        if mismatch is not None:
+            key = f"a2c.{mismatch.partition(':')[0]}"
+            raise bad_request(f"{key}: this server decides whether to answer by a calibration made from "
+                              f"answers of its own settings, which a request may not change here "
+                              f"({mismatch})", param=key)
         request.state.question = question
         answered, job = await state.answer(Ask(question, settings))
         request.state.model_calls = answered.usage.model_calls
         queued = (job.started or job.arrived) - job.arrived
-        proof = evidence(answered, settings_json(settings), queued, ignored)
+        decline_text = state.config.decline_text
+        proof = evidence(answered, settings_json(settings), queued, ignored, decline_text)
         if not parsed.stream:
-            return JSONResponse(completion_body(endpoint, state.model, answered, proof))
-        chunks = stream_chunks(endpoint, state.model, answered, proof, parsed.include_usage)
+            return JSONResponse(completion_body(endpoint, state.model, answered, proof, decline_text))
+        chunks = stream_chunks(endpoint, state.model, answered, proof, parsed.include_usage, decline_text)
 
         async def events() -> AsyncIterator[str]:
             for chunk in chunks:
@@ -296,7 +305,7 @@ def build_state(config: ServeConfig, generator: Generator, *, api_key: str | Non
     generator's env var) is a secret. A failed upstream request fails alone (`CachedGenerator.keep_going`)."""
     if isinstance(generator, CachedGenerator):
         generator.keep_going()
-    engine = Engine(generator, config.generator, config.defaults.judges)
+    engine = Engine(generator, config.generator, config.defaults.judges, config.calibration)
     server = config.server
     batcher: Batcher[Ask, Answered] = Batcher(
         engine.answer, window=server.batch_window, max_batch=server.max_batch, max_pending=server.max_pending,

@@ -9,7 +9,7 @@ limits (`a2c.serve.per_request`); the generator, the judges' options and the lim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
 from a2c.llm import GeneratorConfig, validate_generator
+from a2c.qa.calibration import Calibration
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.decide import settings_mismatch
 
 SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "a2c")  # per request
 FILE_KEYS: tuple[str, ...] = ("generator", "server", *SETTING_KEYS)
@@ -89,6 +91,20 @@ class ServeConfig:
     generator: GeneratorConfig
     defaults: ExperimentConfig  # the answer settings a request starts from
     server: ServerOptions
+    # answer or decline (`a2c serve --calibration`): the operator's, at start-up, never a request's
+    calibration: Calibration | None = None
+    decline_text: str | None = None  # answered instead of a declined answer
+
+
+def with_calibration(config: ServeConfig, calibration: Calibration, decline_text: str | None,
+                     source: str) -> ServeConfig:
+    """The config with a calibration, refused in one line when it was made from answers other than the
+    ones this server gives (another model, variation, A2C settings or judge)."""
+    mismatch = settings_mismatch(calibration, config.generator.model, config.defaults)
+    if mismatch is not None:
+        raise ServeConfigError(f"{source}: the calibration was made from other answers than this server "
+                               f"gives: {mismatch}")
+    return replace(config, calibration=calibration, decline_text=decline_text)
 
 
 class ServeConfigError(A2CError):

@@ -20,6 +20,7 @@ from a2c.choose import AskToChoose, Choice
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.llm import Generator, GeneratorConfig
+from a2c.qa.calibration import Calibration
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import SOURCES, Source
 from a2c.serve.config import settings_json
@@ -66,16 +67,19 @@ class Answered:
     pass_seconds: float
 
 
-def wrapper(generator: Generator, settings: ExperimentConfig) -> AskToChoose:
+def wrapper(generator: Generator, settings: ExperimentConfig,
+            calibration: Calibration | None = None) -> AskToChoose:
     """`AskToChoose` with every answer setting of a run config, reply budgets included."""
-    return AskToChoose(generator, variation=settings.variation, a2c=settings.a2c, seed=settings.seed)
+    return AskToChoose(generator, variation=settings.variation, a2c=settings.a2c, seed=settings.seed,
+                       calibration=calibration)
 
 
 class Engine:
     """Answers batches on one generator; `recorder.steps` / `recorder.samples` tell how far a pass got."""
 
     def __init__(self, generator: Generator, generator_config: GeneratorConfig,
-                 judges: Sequence[JudgeSpec]) -> None:
+                 judges: Sequence[JudgeSpec], calibration: Calibration | None = None) -> None:
+        self.calibration = calibration  # checked against the settings of each request before it is queued
         self.recorder = RecordingGenerator(generator)
         self.isolated = PassGenerator(self.recorder)
         self.loaded = {spec.name: self._load(spec, generator_config) for spec in judges}
@@ -116,7 +120,7 @@ class Engine:
         self.recorder.take()  # what an earlier, failed pass left
         self.isolated.begin([a.question for a in asks], [a.left for a in asks])
         judges = {spec.name: self.loaded[spec.name] for spec in settings.judges}
-        choices = wrapper(self.isolated, settings).answer_many([a.question for a in asks],
+        choices = wrapper(self.isolated, settings, self.calibration).answer_many([a.question for a in asks],
                                                                judges=settings.judges, built=judges)
         failed = self.isolated.failed(choices)
         consistency = [_consistency(settings, choice) for choice in choices]

@@ -189,12 +189,25 @@ class BatchInfo(BaseModel):
     queued_seconds: float  # this request's wait before its pass started
 
 
+class Calibrated(BaseModel):
+    """What the server's calibration (`a2c serve --calibration`) made of this question."""
+
+    signal: str  # the consistency score calibrated, as the signal table names it
+    source: Source  # whose candidates it scores, and whose A2C answer it vouches for
+    score: float | None  # the raw signal; None below two candidates
+    decline_below: float | None  # the threshold; None: the calibration declines everything
+    answer: str | None  # the source's A2C answer (the content, unless declined with a decline text)
+
+
+SelectedBy = Literal["vote", "majority_candidate", "none", "calibrated_source", "decline_text"]
+
+
 class Evidence(BaseModel):
     """The `a2c` field: how the answer was selected and how consistent the model was."""
 
     question: str
     answer: str | None  # the most chosen option; None when no rank reply could be parsed
-    selected_by: Literal["vote", "majority_candidate", "none"]
+    selected_by: SelectedBy
     vote_share: float | None
     candidates: list[Candidate]
     choices: list[RankReply]
@@ -208,6 +221,10 @@ class Evidence(BaseModel):
     batch: BatchInfo
     settings: dict[str, Any]
     ignored: list[str]  # request fields that did not change the answer
+    # with a calibration: P(the calibrated source's A2C answer is accurate), and whether to decline it
+    confidence: float | None = None
+    declined: bool | None = None
+    calibrated: Calibrated | None = None
 
 
 class Usage(BaseModel):
@@ -228,10 +245,26 @@ def selected_text(choice: Choice) -> tuple[str, Literal["vote", "majority_candid
     return next(t for t in texts if votes[normalize(t)] == top).strip(), "majority_candidate"
 
 
+def served_text(answered: Answered, decline_text: str | None = None) -> tuple[str, SelectedBy]:
+    """The content to return. With a calibration: the decline text for a declined answer when one is
+    set, else the calibrated source's A2C answer (the answer its confidence is about); without one, or
+    when that source gave no answer, `selected_text`."""
+    decision = answered.choice.decision
+    if decision is not None and decision.declined and decline_text is not None:
+        return decline_text, "decline_text"
+    if decision is not None and decision.answer is not None:
+        return decision.answer, "calibrated_source"
+    return selected_text(answered.choice)
+
+
 def evidence(answered: Answered, settings: dict[str, Any] | None, queued: float,
-             ignored: list[str]) -> Evidence:
+             ignored: list[str], decline_text: str | None = None) -> Evidence:
     choice = answered.choice
-    _, selected_by = selected_text(choice)
+    _, selected_by = served_text(answered, decline_text)
+    decision = choice.decision
+    calibrated = None if decision is None else Calibrated(
+        signal=decision.signal, source=decision.source, score=decision.score,
+        decline_below=decision.decline_below, answer=decision.answer)
     rows = choice.choices
     return Evidence(
         question=choice.question, answer=choice.answer, selected_by=selected_by,
@@ -252,7 +285,8 @@ def evidence(answered: Answered, settings: dict[str, Any] | None, queued: float,
         batch=BatchInfo(questions=answered.pass_questions, steps=answered.pass_steps,
                         model_calls=answered.pass_usage.model_calls,
                         seconds=round(answered.pass_seconds, 3), queued_seconds=round(queued, 3)),
-        settings=settings or {}, ignored=ignored)
+        settings=settings or {}, ignored=ignored, confidence=choice.confidence, declined=choice.declined,
+        calibrated=calibrated)
 
 
 def usage_of(answered: Answered) -> Usage:
@@ -273,9 +307,10 @@ def response_id(endpoint: Endpoint) -> str:
     return f"{'chatcmpl' if endpoint == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
 
 
-def completion_body(endpoint: Endpoint, model: str, answered: Answered, proof: Evidence) -> dict[str, Any]:
+def completion_body(endpoint: Endpoint, model: str, answered: Answered, proof: Evidence,
+                    decline_text: str | None = None) -> dict[str, Any]:
     """The whole (non-streamed) response."""
-    content, _ = selected_text(answered.choice)
+    content, _ = served_text(answered, decline_text)
     if endpoint == "chat":
         choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
                                   "logprobs": None, "finish_reason": "stop"}
@@ -288,10 +323,10 @@ def completion_body(endpoint: Endpoint, model: str, answered: Answered, proof: E
 
 
 def stream_chunks(endpoint: Endpoint, model: str, answered: Answered, proof: Evidence,
-                  include_usage: bool) -> list[dict[str, Any]]:
+                  include_usage: bool, decline_text: str | None = None) -> list[dict[str, Any]]:
     """The selected answer as a stream: one content chunk, the final chunk (with `a2c`), and the usage
     chunk when `stream_options.include_usage` asks for it."""
-    content, _ = selected_text(answered.choice)
+    content, _ = served_text(answered, decline_text)
     head = {"id": response_id(endpoint),
             "object": "chat.completion.chunk" if endpoint == "chat" else "text_completion",
             "created": int(time.time()), "model": model}

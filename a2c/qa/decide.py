@@ -1,0 +1,128 @@
+"""Answer or decline at answer time: a calibration (`a2c.qa.calibration`) applied to one question's answers.
+
+The signal is computed from the candidates the wrapper (or the server) just judged, by the same functions
+the run's metrics stage and signal table use (a `MetricRow` and an `UncertaintyRow` of the source, before
+A2C), so a served confidence is the calibrated value of exactly the score the calibration was fitted on.
+The answer the confidence is about is the A2C answer of the calibration's source (the majority of that
+source's rank choices, as the run's `a2c` selection labelled it).
+
+A calibration holds only for answers produced the way its run produced them: `settings_mismatch` names the
+first difference in model, variation, A2C settings or the judges the signal reads (the seed only changes
+which samples are drawn, so it may differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from a2c.judges import Judge
+from a2c.metrics import cons_lex
+from a2c.qa.calibration import Calibration, set_signals
+from a2c.qa.config import ExperimentConfig
+from a2c.qa.measures import set_measures
+from a2c.qa.rank import majority_vote
+from a2c.qa.rows import MetricRow, Source, UncertaintyRow
+
+if TYPE_CHECKING:
+    from a2c.choose import Choice
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A calibration's verdict on one question: the raw signal, its calibrated confidence, whether the
+    answer is declined, and the answer it is about (None when the source's rank replies named nothing)."""
+
+    signal: str
+    source: Source
+    score: float | None
+    confidence: float | None
+    declined: bool
+    answer: str | None
+    decline_below: float | None  # the calibration's threshold (None: it declines everything)
+
+
+def _differences(recorded: Any, current: Any, key: str) -> list[str]:
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        return [d for k in recorded.keys() | current.keys()
+                for d in _differences(recorded.get(k), current.get(k), f"{key}.{k}")]
+    return [] if recorded == current else [f"{key}: the calibration's run used {recorded!r}, these settings "
+                                           f"use {current!r}"]
+
+
+def _scoring(spec: dict[str, Any]) -> dict[str, Any]:
+    """A judge spec without where it caches: the cache changes no score."""
+    return {k: v for k, v in spec.items() if k != "cache"}
+
+
+def settings_mismatch(calibration: Calibration, model: str, settings: ExperimentConfig) -> str | None:
+    """The first way answers made with `model` and `settings` differ from the calibration's run, or None."""
+    run = calibration.run
+    if model != run.model:
+        return (f"model: the calibration was fitted on answers of {run.model!r}, these come from {model!r}")
+    current = settings.model_dump(mode="json", include={"variation", "a2c"})
+    for section in ("variation", "a2c"):
+        found = sorted(_differences(run.settings.get(section), current[section], section))
+        if found:
+            return found[0]
+    given = {spec.name: _scoring(spec.model_dump(mode="json")) for spec in settings.judges}
+    for spec in map(_scoring, calibration.judges):
+        name = spec["name"]
+        if name not in given:
+            return (f"judges: the calibration's signal {calibration.signal!r} reads judge {name!r}, which "
+                    f"these settings do not load ({', '.join(given) or 'none'})")
+        if given[name] != spec:
+            return f"judges.{name}: the calibration's run used {spec!r}, these settings use {given[name]!r}"
+    if calibration.entropy_judge is not None and settings.entropy_judge_name != calibration.entropy_judge:
+        return (f"entropy_judge: the calibration's signal clusters by {calibration.entropy_judge!r}, these "
+                f"settings by {settings.entropy_judge_name!r}")
+    return None
+
+
+def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, Judge],
+                 settings: ExperimentConfig) -> float | None:
+    """The calibration's signal on the choice's candidates of its source (None below two candidates)."""
+    source = calibration.source
+    texts = [g.answer(settings.variation.answer_field) for g in choice.generations if g.source == source]
+    if not calibration.judges:  # Cons_lex: the texts alone
+        return cons_lex(texts)
+    matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64)
+                for name, sets in choice.judged.items()}
+    row = MetricRow(id="q", source=source, phase="before", n=len(texts), n_accurate=None,
+                    cons_lex=cons_lex(texts), judges={name: sets[source].scores
+                                                      for name, sets in choice.judged.items()}, accuracy={})
+    per_set, _ = set_measures(matrices, {name: judges[name] for name in matrices})
+    uncertainty = UncertaintyRow(id="q", source=source, phase="before", accurate=None, sets=per_set,
+                                 answers={})
+    values = set_signals([row], [uncertainty], list(choice.judged), settings.entropy_judge_name)
+    value = values.get(calibration.signal, [None])[0]
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def source_answer(choice: Choice, source: str) -> str | None:
+    """The A2C answer of one source: the majority of its parsed rank choices (the run's `a2c` selection)."""
+    text, _ = majority_vote([c.text for c in choice.choices if c.source == source and c.text is not None])
+    return text
+
+
+def decide(calibration: Calibration, choice: Choice, judges: Mapping[str, Judge],
+           settings: ExperimentConfig) -> Decision:
+    """Confidence and verdict for one question; declined when the signal is undefined, the confidence is
+    below the calibration's threshold, or the source's rank replies gave no answer to vouch for."""
+    score = source_score(calibration, choice, judges, settings)
+    confidence = calibration.confidence(score)
+    answer = source_answer(choice, calibration.source)
+    return Decision(calibration.signal, calibration.source, score, confidence,
+                    answer is None or calibration.declines(confidence), answer, calibration.decline_below)
+
+
+def needed_judges(calibration: Calibration, judges: Sequence[Any]) -> list[Any]:
+    """`judges` (JudgeSpec) plus any the calibration's signal reads that are missing, with its options."""
+    from a2c.judges import JudgeSpec
+
+    have = {spec.name for spec in judges}
+    return [*judges, *(JudgeSpec.model_validate(spec) for spec in calibration.judges
+                       if spec["name"] not in have)]

@@ -7,14 +7,18 @@ import math
 import os
 import subprocess
 import sys
+import time
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
+from urllib.parse import quote
 
+import httpx
 import pytest
 
 from a2c.data.truthfulqa import load_truthfulqa_csv
 from a2c.scoring import score_answers
+from tests.conftest import free_port
 
 pytest.importorskip("inspect_ai", reason="inspect-ai not installed (make setup)")
 
@@ -89,9 +93,37 @@ def test_inspect_eval_of_truthfulqa_a2c_logs_candidates_choice_and_consistency(l
         assert sample.scores["consistency"].metadata["correct"] == (expected.acc == 1.0)
     assert log.results is not None
     metrics = {(s.name, m) for s in log.results.scores for m in s.metrics}
-    assert {("cons_sem", "mean"), ("cons_sem", "auroc"), ("cons_sem", "prr"), ("eigv", "auroc"),
+    assert {("cons_sem", "mean"), ("cons_sem", "a2c/auroc"), ("cons_sem", "a2c/prr"), ("eigv", "a2c/auroc"),
             ("rouge1_acc", "mean"), ("bleu_max", "mean")} <= metrics
     assert log.stats.model_usage["openai-api/llamacpp/SmolLM2-135M-Instruct"].input_tokens > 0
+    served = viewer_log(logs, env)
+    assert served["samples"][0]["metadata"]["a2c"]["candidates"]
+    assert set(served["samples"][0]["scores"]) == {"truthfulqa_accuracy", "consistency"}
+
+
+def viewer_log(logs: Path, env: dict[str, str]) -> dict:
+    """The log as `inspect view`'s own server hands it to its viewer."""
+    port = free_port()
+    view = subprocess.Popen([sys.executable, "-m", "inspect_ai", "view", "--log-dir", str(logs),
+                             "--host", "127.0.0.1", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/api"
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                files = httpx.get(f"{base}/log-files", timeout=5).json()["files"]
+                break
+            except httpx.TransportError:
+                if view.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        name = quote(files[0]["name"], safe="")
+        served: dict = httpx.get(f"{base}/logs/{name}", timeout=120).json()
+        return served
+    finally:
+        view.kill()
+        view.wait(30)
 
 
 def test_a_missing_csv_is_refused_naming_the_file(tmp_path):

@@ -55,7 +55,10 @@ def test_inspect_eval_of_truthfulqa_a2c_logs_candidates_choice_and_consistency(l
     if not CSV.exists():
         pytest.skip(f"TruthfulQA CSV not found at {CSV}")
     logs = tmp_path / "logs"
-    paths = [str(ROOT), entry_point_path(tmp_path / "ep"), os.environ.get("PYTHONPATH", "")]
+    # not run from the checkout, and the checkout not put on the path: inspect names an extension's objects
+    # `a2c/...` only when importlib.metadata finds a2c's installed (editable) distribution, and the
+    # `a2c.egg-info` that `pip install -e .` leaves in a checkout, seen first, would hide it
+    paths = [os.environ.get("PYTHONPATH", ""), entry_point_path(tmp_path / "ep")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p),
            "LLAMACPP_BASE_URL": llama_server.base_url, "LLAMACPP_API_KEY": "none"}
     command = [sys.executable, "-m", "inspect_ai", "eval", "a2c/truthfulqa_a2c",
@@ -63,7 +66,7 @@ def test_inspect_eval_of_truthfulqa_a2c_logs_candidates_choice_and_consistency(l
                "--display", "plain", "-T", f"csv={CSV}", "-T", "techniques=[synonyms]",
                "-T", "temperatures=[0.5]", "-T", "short_max_tokens=8", "-T", "long_max_tokens=16",
                "-T", "paraphrase_max_tokens=24"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
     log = read_eval_log(list_eval_logs(str(logs))[0])
@@ -105,7 +108,7 @@ def viewer_log(logs: Path, env: dict[str, str]) -> dict:
     """The log as `inspect view`'s own server hands it to its viewer."""
     port = free_port()
     view = subprocess.Popen([sys.executable, "-m", "inspect_ai", "view", "--log-dir", str(logs),
-                             "--host", "127.0.0.1", "--port", str(port)], env=env,
+                             "--host", "127.0.0.1", "--port", str(port)], env=env, cwd=logs,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}/api"

@@ -73,8 +73,10 @@ def consistency(judge: str = "rouge1", accuracy: str = "rouge1") -> Scorer:
         value = await anyio.to_thread.run_sync(measure, state.input_text, texts)
         record = record_of(state)
         correct = None
-        if record is not None:
-            correct = score_answers(accuracy, [state.output.completion], [record])[0].acc == 1.0
+        if record is not None:  # in a worker thread too: a model similarity (embedding, bleurt) may load
+            answer = state.output.completion
+            found = await anyio.to_thread.run_sync(score_answers, accuracy, [answer], [record])
+            correct = found[0].acc == 1.0
         metadata: dict[str, Any] = {CORRECT: correct, "judge": judge, "candidates": len(texts)}
         return Score(value=value, answer=state.output.completion, metadata=metadata,
                      explanation=f"{len(texts)} candidates judged by {judge}")
@@ -96,10 +98,14 @@ def truthfulqa_accuracy(similarities: list[str] | None = None) -> Scorer:
         if record is None:
             raise A2CError(f"sample {state.sample_id}: no `correct`/`incorrect` references in its metadata")
         answer = state.output.completion
-        value: dict[str, float] = {}
-        for name in names:
-            found = score_answers(name, [answer], [record])[0]
-            value |= {f"{name}_max": found.max_true, f"{name}_diff": found.diff, f"{name}_acc": found.acc}
-        return Score(value=value, answer=answer)
+
+        def values() -> dict[str, float]:  # in a worker thread: a model similarity may load a model
+            out: dict[str, float] = {}
+            for name in names:
+                found = score_answers(name, [answer], [record])[0]
+                out |= {f"{name}_max": found.max_true, f"{name}_diff": found.diff, f"{name}_acc": found.acc}
+            return out
+
+        return Score(value=await anyio.to_thread.run_sync(values), answer=answer)
 
     return score

@@ -1,6 +1,7 @@
 """The package's import graph keeps its shape: no circle, and every import runs down the floors.
 
-Floors, top to bottom: the facade (`a2c`, `a2c.choose`, `a2c.scoring`, the CLI and the server), the wings
+Floors, top to bottom: the facade (`a2c`, `a2c.choose`, `a2c.scoring`, the CLI, the server and the
+inspect_ai / lm-eval integrations), the wings
 (`a2c.qa`, `a2c.classification`: one task each), the runner (`a2c.config`, `a2c.stage`, `a2c.tasks`,
 `a2c.pipeline`) and the components below it (llm, judges, metrics, data and the small shared modules).
 A wing never imports another wing; the core never imports a wing or the facade; the components never
@@ -16,7 +17,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "a2c"
-FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view")
+FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view", "a2c.inspect",
+          "a2c.lmeval")
 WINGS = ("a2c.qa", "a2c.classification")
 RUNNER = ("a2c.config", "a2c.stage", "a2c.tasks", "a2c.pipeline")
 COMPONENTS = ("a2c.llm", "a2c.judges", "a2c.metrics", "a2c.data")

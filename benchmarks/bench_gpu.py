@@ -4,8 +4,8 @@ Run from the repository root (PYTHONPATH=.): `python3 benchmarks/bench_gpu.py --
 --json gpu.json`. Defaults are the GPU sizes; on a CPU try `--device cpu --limit 2 --batch-size 32
 --sampler-prompts 16 --sampler-tokens 8`.
 
-1. Model load of the transformers backend, each in a fresh process inside `--workdir` (default: a new
-   temporary folder, so its `models/` holds no converted copy yet): first the GGUF is converted to the
+1. Model load of the transformers backend, each in a fresh process with `--workdir` as the models cache
+   (default: a new temporary folder, so it holds no converted copy yet): first the GGUF is converted to the
    float32 safetensors folder (`a2c.llm.convert`), then the same load again reads that folder. Goal: ≤ 5 s
    from the converted folder. Imports, the modules transformers imports on first use and the CUDA context
    are timed apart (every transformers model pays them once per process).
@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 
 from a2c.devices import resolve_device
+from a2c.llm.convert import prepared_dir
 from a2c.llm.embedded import DEFAULT_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def synchronize(device: str) -> None:
 
 
 def load_once(device: str) -> dict[str, Any]:
-    """Child mode: import, then build the backend (conversion when `models/` lacks the folder)."""
+    """Child mode: import, then build the backend (conversion when the models cache lacks the folder)."""
     started = time.perf_counter()
     import torch  # (imports timed apart from the load)
     import transformers
@@ -132,7 +133,7 @@ def recorded_batches(calls: list[dict[str, Any]], device: str) -> Iterator[None]
 def timed_loads(device: str, workdir: Path) -> dict[str, Any]:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
-    out: dict[str, Any] = {"converted_before": (workdir / "models" / DEFAULT_MODEL / "config.json").is_file()}
+    out: dict[str, Any] = {"converted_before": (prepared_dir(DEFAULT_MODEL) / "config.json").is_file()}
     for label in ("first_load", "cached_load"):
         command = [sys.executable, str(Path(__file__).resolve()), "--load-only", "--device", device]
         child = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, check=False)
@@ -327,7 +328,7 @@ def main() -> int:
     parser.add_argument("--sampler-prompts", type=int, default=256)
     parser.add_argument("--sampler-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="sampler timings: best of this many")
-    parser.add_argument("--workdir", type=Path, help="where models/ (the converted folder) lives "
+    parser.add_argument("--workdir", type=Path, help="the models cache (A2C_MODELS_CACHE) for the run "
                         "(default: a new temporary folder, so the first load converts)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["load", "slice", "sampler"])
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
@@ -347,7 +348,8 @@ def main() -> int:
     args.json = args.json.resolve() if args.json else None
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="a2c-bench-gpu-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    os.chdir(workdir)  # the backend finds and writes the converted folder under ./models
+    os.environ["A2C_MODELS_CACHE"] = str(workdir)  # where the backend finds and writes the converted folder
+    os.chdir(workdir)
     if "load" not in args.skip:
         results["load"] = timed_loads(device, workdir)
         first, cached = results["load"]["first_load"], results["load"]["cached_load"]

@@ -64,10 +64,11 @@ def test_vllm_block_size_must_be_a_multiple_of_16():
 def test_vllm_prepares_the_embedded_model_on_first_use(tmp_path, monkeypatch, capsys):
     from a2c.llm.embedded import DEFAULT_MODEL
 
+    monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     folder = vllm_model_path(DEFAULT_MODEL)
-    assert folder == str((tmp_path / "models" / DEFAULT_MODEL).resolve())
-    assert (tmp_path / "models" / DEFAULT_MODEL / "model.safetensors").is_file()
+    assert folder == str((tmp_path / "cache" / "prepared" / DEFAULT_MODEL).resolve())
+    assert (tmp_path / "cache" / "prepared" / DEFAULT_MODEL / "model.safetensors").is_file()
     assert f"vllm: preparing {DEFAULT_MODEL}: [4/4]" in capsys.readouterr().out
     assert vllm_model_path(DEFAULT_MODEL) == folder  # second use: no conversion
     assert capsys.readouterr().out == ""

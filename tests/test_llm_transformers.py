@@ -185,15 +185,18 @@ def test_a_gguf_is_converted_once_into_the_prepared_folder(tmp_path, monkeypatch
     from a2c.llm.embedded import DEFAULT_MODEL
     from a2c.llm.transformers_backend import weights_source
 
+    monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
-    folder = tmp_path / "models" / DEFAULT_MODEL
+    folder = tmp_path / "cache" / "prepared" / DEFAULT_MODEL
     assert weights_source(DEFAULT_MODEL).location == str(folder)
     assert f"transformers: preparing {DEFAULT_MODEL}: [4/4]" in capsys.readouterr().out
     with safe_open(str(folder / "model.safetensors"), "pt") as weights:
         assert {str(weights.get_tensor(k).dtype) for k in weights.keys()}  # noqa: SIM118 (a safetensors handle, no dict) == {"torch.float32"}
-    assert weights_source(DEFAULT_MODEL).location == str(folder)  # second use: read, not converted
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # another working folder: the machine's copy, no conversion
+    assert weights_source(DEFAULT_MODEL).location == str(folder)
     assert capsys.readouterr().out == ""
-    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [DEFAULT_MODEL]  # no temporary left
+    assert sorted(p.name for p in folder.parent.iterdir()) == [DEFAULT_MODEL]  # no temporary left
     assert weights_source("org/some-hf-model").location == "org/some-hf-model"
 
 

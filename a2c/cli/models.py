@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.add_argument("model", nargs="?", default=None,
                          help="embedded model name or path to a .gguf file (default: the embedded SmolLM2)")
     prepare.add_argument("--output", type=Path,
-                         help="folder to write (default: models/NAME, where the vllm backend looks)")
+                         help="folder to write (default: prepared/NAME of the models cache, "
+                         "$A2C_MODELS_CACHE or ~/.cache/a2c/models, where the backends look)")
     prepare.set_defaults(handler=_prepare)
     path = sub.add_parser("path", help="print the path of an embedded model's GGUF file",
                           description="Print the path of an embedded model's GGUF file, e.g. for "

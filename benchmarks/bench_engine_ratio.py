@@ -47,6 +47,7 @@ def _tokens(outputs: list[Any]) -> tuple[int, int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("experiments/truthfulqa-a2c.yaml"))
+    parser.add_argument("--dataset-path", type=Path, help="a local TruthfulQA.csv (default: the config's)")
     parser.add_argument("--limit", type=int, default=64, help="questions to run (default 64)")
     parser.add_argument("--target", type=float, default=1.05, help="ratio to reach (default 1.05)")
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
@@ -54,11 +55,13 @@ def main() -> int:
 
     import vllm
 
+    from a2c.cli.run import apply_overrides
     from a2c.llm import build_generator
     from a2c.pipeline import run_experiment
     from a2c.tasks import load_config
 
-    config = load_config(args.config)
+    config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
+                             dataset_path=args.dataset_path)
     if config.generator.backend != "vllm":
         parser.error(f"{args.config}: generator.backend is {config.generator.backend!r}; the ratio is "
                      "measured against the in-process vllm engine")

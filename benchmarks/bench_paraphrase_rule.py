@@ -23,15 +23,18 @@ from unittest import mock
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("experiments/truthfulqa-a2c.yaml"))
+    parser.add_argument("--dataset-path", type=Path, help="a local TruthfulQA.csv (default: the config's)")
     parser.add_argument("--limit", type=int, default=64, help="questions to run (default 64)")
     args = parser.parse_args()
 
     import a2c.paraphrase
+    from a2c.cli.run import apply_overrides
     from a2c.pipeline import run_experiment
     from a2c.qa.task import headline
     from a2c.tasks import load_config
 
-    config = load_config(args.config)
+    config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
+                             dataset_path=args.dataset_path)
     with tempfile.TemporaryDirectory() as tmp:
         generator = config.generator.model_copy(update={"cache": Path(tmp) / "cache.sqlite"})
         results = {}

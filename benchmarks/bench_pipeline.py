@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from a2c.cli.run import apply_overrides
 from a2c.llm import build_generator
 from a2c.pipeline import run_experiment
 from a2c.tasks import load_config
@@ -24,12 +25,14 @@ from a2c.tasks import load_config
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("experiments/truthfulqa-a2c.yaml"))
+    parser.add_argument("--dataset-path", type=Path, help="a local TruthfulQA.csv (default: the config's)")
     parser.add_argument("--limit", type=int, default=8, help="questions to run (default 8)")
     parser.add_argument("--questions", type=int, default=817, help="questions to project to")
     parser.add_argument("--target-minutes", type=float, default=45.0)
     args = parser.parse_args()
 
-    config = load_config(args.config)
+    config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
+                             dataset_path=args.dataset_path)
     with tempfile.TemporaryDirectory() as tmp:
         generator = config.generator.model_copy(update={"cache": Path(tmp) / "cache.sqlite"})
         config = config.model_copy(update={"limit": args.limit, "generator": generator,

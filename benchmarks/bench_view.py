@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python benchmarks/bench_view.py [RUN_DIR ...]` from the repository root. Without a run
 folder it makes a scripted QA run of the 12 quickstart questions in a temporary folder (no model). With
-`--screenshots DIR` it also saves the overview and one question page as PNGs (what the README shows).
+`--screenshots DIR` it also saves the overview and one question page as PNGs (docs/assets).
 
 Time to first render is the page's own clock: `performance.now()` (milliseconds since navigation began)
 when the viewer has drawn its first page, median over `--repeat` fresh loads; opening a question page is
@@ -28,7 +28,7 @@ from tests.view_runs import qa_run
 
 
 def _small(png: Path) -> None:
-    """Screenshots for the README in a 256-colour palette: a third of the bytes, the same look."""
+    """Screenshots for the docs in a 256-colour palette: a third of the bytes, the same look."""
     from PIL import Image
 
     Image.open(png).convert("RGB").quantize(256).save(png, optimize=True)

@@ -52,3 +52,9 @@ def test_run_and_probe_help_open_with_a_paragraph(capsys, command, words):
     assert all(w in text for w in words)
     if command == "probe":
         assert "--seed SEED seed of every sampled prompt" in text
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_no_help_shows_a_doubled_percent_sign(name):
+    """argparse %-formats help strings but not descriptions: a description's `95%%` prints as written."""
+    assert "%%" not in COMMANDS[name].format_help(), name

@@ -96,7 +96,7 @@ def _never(*args, **kwargs):
 
 
 def test_rc_beyond_the_memory_bound_is_refused_before_any_work(capsys, monkeypatch):
-    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", _never)
+    monkeypatch.setattr("a2c.metrics.contrast.relative_consistency", _never)
     args = ["metrics", "rc", "--bundles", "1000000000", "--correct", "5", "--consistent", "0"]
     assert main(args) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""`a2c models path`: the embedded GGUF a llama.cpp server loads (README "Serve the embedded model")."""
+"""`a2c models path`: the embedded GGUF a llama.cpp server loads (docs/how-to/serve.md)."""
 
 from __future__ import annotations
 

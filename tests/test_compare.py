@@ -124,3 +124,15 @@ def test_bad_labels_and_classification_runs_are_refused(runs, tmp_path):
     cls = classification_run(tmp_path)
     with pytest.raises(CompareError, match="is a classification run; a2c compare compares QA runs"):
         compare_runs([runs[0], cls])
+
+
+def test_runs_that_share_no_question_are_refused_without_suggesting_intersect(runs, tmp_path, capsys):
+    own = tmp_path / "own.jsonl"
+    own.write_text('{"id": "own-1", "question": "What colour is a ripe lemon?"}\n'
+                   '{"id": "own-2", "question": "How many wheels does a bicycle have?"}\n', encoding="utf-8")
+    other = qa_run(tmp_path, dataset={"name": "file", "path": str(own)})
+    for flags in ([], ["--intersect"]):
+        assert main(["compare", str(runs[0]), str(other), "-o", str(tmp_path / "x"), *flags]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"a2c: error: {runs[0]} and {other} share no question (same id and text; 5 and 2 questions), so "
+            "there is nothing to compare"]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from a2c.config import ConfigError, dump_config
+from a2c.errors import A2CError
 from a2c.qa.config import ExperimentConfig
 from a2c.tasks import load_config, parse_config
 
@@ -133,3 +134,30 @@ def test_limit_flag_must_be_positive():
 
     with pytest.raises(ConfigError, match="--limit must be >= 1, got 0"):
         apply_overrides(parse_config("name: x\n"), limit=0, no_cache=False)
+
+
+TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
+
+
+def test_the_truthfulqa_config_reads_the_hub_and_dataset_path_reads_a_local_csv():
+    from a2c.cli.run import apply_overrides
+
+    config = load_config(EXPERIMENTS / "truthfulqa-a2c.yaml")
+    assert config.dataset.path is None  # a user who cloned only this repository gets the hub's copy
+    local = apply_overrides(config, limit=None, no_cache=False, dataset_path=TRUTHFULQA)
+    assert local.dataset.path == str(TRUTHFULQA.resolve())
+    assert local.dataset.name == "truthfulqa" and local.variation == config.variation
+
+
+def test_dataset_path_names_a_missing_file_and_a_dataset_that_takes_none(tmp_path):
+    from a2c.cli.run import apply_overrides
+
+    config = load_config(EXPERIMENTS / "truthfulqa-a2c.yaml")
+    with pytest.raises(ConfigError, match=r"--dataset-path: no such file: .*nothing\.csv"):
+        apply_overrides(config, limit=None, no_cache=False, dataset_path=tmp_path / "nothing.csv")
+    broken = tmp_path / "broken.csv"
+    broken.write_text("not,the,columns\n1,2,3\n", encoding="utf-8")
+    with pytest.raises(A2CError, match=r"broken\.csv:1: not a TruthfulQA CSV"):
+        apply_overrides(config, limit=None, no_cache=False, dataset_path=broken)
+    with pytest.raises(ConfigError, match=r"--dataset-path: .*quickstart"):
+        apply_overrides(parse_config("name: x\n"), limit=None, no_cache=False, dataset_path=TRUTHFULQA)

@@ -118,7 +118,7 @@ def test_sigterm_anywhere_else_ends_in_one_line_and_the_handler_is_put_back(monk
         os.kill(os.getpid(), signal.SIGTERM)  # delivered to this (main) thread: raises at once
         raise AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", terminated_now)
+    monkeypatch.setattr("a2c.metrics.contrast.relative_consistency", terminated_now)
     assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 143
     assert capsys.readouterr().err == "a2c: terminated (SIGTERM)\n"
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

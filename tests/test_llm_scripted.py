@@ -62,3 +62,15 @@ output: {tmp_path / 'run'}
         named = int(c["reply"])
         assert c["option"] == (named - 1 if named <= len(c["options"]) + 1 else None)
     assert result.totals().generated > 0 and (run / "report.md").is_file()
+
+
+def test_ask_to_choose_answer_reports_progress_only_when_asked(capsys):
+    from a2c.choose import AskToChoose
+
+    chooser = AskToChoose(_generator(), temperatures=(0.5, 1.0))
+    quiet = chooser.answer("How many legs does a spider have?")
+    assert capsys.readouterr().err == ""
+    loud = chooser.answer("How many legs does a spider have?", progress=True)
+    err = capsys.readouterr().err
+    assert "[1/3] variation: started" in err and "[3/3] a2c: done in" in err
+    assert loud.answer == quiet.answer  # the same answer, told as it goes

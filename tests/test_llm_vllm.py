@@ -1,7 +1,7 @@
 """The in-process vLLM backend on the converted embedded model (only where the vllm extra is installed:
-`pip install -e '.[vllm]'` in its own virtualenv, see the README), and its engine processes: a real `a2c`
-in a subprocess must leave none of them running after a normal exit, a Ctrl-C (while the engine starts
-and while it generates), an exception in a stage or a SIGKILL."""
+`pip install -e '.[vllm]'` in its own virtualenv, docs/how-to/scale-out.md), and its engine processes: a
+real `a2c` in a subprocess must leave none of them running after a normal exit, a Ctrl-C (while the engine
+starts and while it generates), an exception in a stage or a SIGKILL."""
 
 from __future__ import annotations
 

@@ -121,3 +121,18 @@ def test_a_bad_selection_is_one_line(capsys, name, message):
     assert main(["probe", "Why?", *ARGS, "--selection", name]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_source_without_answers_prints_no_empty_matrix(capsys):
+    """Every paraphrase failed its checks: the probe says so instead of printing a matrix header alone."""
+    from a2c.cli.probe import ProbeResult, SetResult, _print
+
+    temperature = SetResult(["t1", "t2"], ["Q?", "Q?"], ["Paris.", "Paris."], [[1.0, 1.0], [1.0, 1.0]],
+                            1.0, 0.0, 1)
+    result = ProbeResult("q0", "Q?", 2, {"paraphrase": SetResult([], [], [], [], None, None, 0),
+                                         "temperature": temperature}, [], "Paris.", {})
+    _print(result, "embedding")
+    out = capsys.readouterr().out
+    assert "(2 paraphrases failed their checks and are left out, as in `a2c run`)" in out
+    assert "embedding agreement matrix (paraphrases): none, no paraphrase was answered" in out
+    assert "embedding agreement matrix (temperatures):\n          t1     t2\n    t1  1.00" in out

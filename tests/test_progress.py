@@ -38,6 +38,10 @@ class Recorder(tqdm.tqdm):
         self.steps.append(int(n or 0))
         return super().update(n)
 
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        self.postfixes = [*getattr(self, "postfixes", []), s]
+        super().set_postfix_str(s, refresh)
+
 
 def _env() -> dict[str, str]:
     """The environment without what `a2c.cli.main` sets when an earlier test called it in this process."""
@@ -79,6 +83,22 @@ def test_the_bar_moves_per_batch_and_counts_cached_prompts_as_done(recorder, tmp
     with generation_progress("answers: generate", enabled=False):
         generator.generate(requests)
     assert not recorder.made[-1].shown
+
+
+@pytest.mark.slow
+def test_the_bar_moves_every_decoding_step_inside_a_batch(recorder):
+    """One batch of 3 prompts runs as one whole: the bar's count moves once, at its end, but the bar is
+    redrawn every decoding step (a batch of 32 took minutes on 2 cores with a still bar)."""
+    generator = build_generator(GeneratorConfig(backend="transformers", batch_size=8, cache=None))
+    requests = [GenerationRequest(messages=(Message("user", f"Count to {i}."),), max_tokens=5,
+                                  temperature=1.0, seed=i) for i in range(3)]
+    with generation_progress("answers: generate"):
+        generator.generate(requests)
+    bar = recorder.made[-1]
+    assert bar.steps == [3]
+    assert bar.postfixes[:2] == ["batch token 1/5", "batch token 2/5"] and len(bar.postfixes) <= 5
+    generator.generate(requests[:1])
+    assert not getattr(recorder.made[-1], "postfixes", [])  # outside generation_progress: nothing drawn
 
 
 def test_probe_prints_a_line_as_each_stage_starts_and_ends(capsys, restored_env):

@@ -255,3 +255,49 @@ def test_the_selection_table_shows_a_known_effect_with_its_paired_interval(tmp_p
     before_after = (tmp_path / "run" / "table_before_after.csv").read_text().splitlines()
     assert "↑" not in before_after[1] and "↓" not in before_after[1] and "~" in before_after[1]
     assert before_after[0].endswith("Cons_lex low,Cons_lex high")
+
+
+def test_the_report_says_what_the_run_found(run_dir, tmp_path):
+    """run_dir's consistency after A2C is before + 0.2 (capped at 1): the rise excludes 0 and is stated, its
+    accuracy is noise and is not; its one temperature rank prompt chose the don't-know option (a share of
+    100%, defined where it is given). Where accuracy rises with declines, the report says they may carry
+    it."""
+    report = write_report(RunFolder(run_dir[0]))
+    section = report.split("## What this run says\n\n", 1)[1].split("\n## ", 1)[0]
+    lines = section.strip().splitlines()
+    paraphrase = next(line for line in lines if line.startswith("- **in-context paraphrases**"))
+    assert paraphrase.startswith("- **in-context paraphrases**: after Ask-to-Choose, Emb Cons_sem +0.19")
+    assert "R1-A" not in paraphrase and "(after − before, 95% interval over 6 questions)" in paraphrase
+    temperature = next(line for line in lines if line.startswith("- On cross-temperature samples, 100%"))
+    assert "(the don't-know share: rank prompts whose parsed choice is that option)." in temperature
+    assert "declining" not in temperature  # accuracy did not rise
+    assert "Don't-know share (A2C): the share of the rank prompts whose parsed choice" in report
+    assert report.index("## What this run says") < report.index("## Before → after Ask-to-Choose")
+
+    rising = RunFolder(tmp_path / "rising")
+    rows = [_row(f"q{q}", "temperature", phase, 4, 0.5, 0.2 * (q % 3) + (0.3 if phase == "after" else 0.0))
+            for q in range(12) for phase in ("before", "after")]
+    _write_jsonl(rising, "metrics.jsonl", rows)
+    _write_jsonl(rising, "choices.jsonl", [
+        {"id": "q0", "source": "temperature", "slot": 0, "shown_question": "?", "temperature": 0.0,
+         "options": ["a", "b"], "reply": "3", "option": 2, "method": "number",
+         "text": "I don't know the correct answer"}])
+    rising.write_text("summary.json", summarize_metrics(rising, CONFIG).model_dump_json())
+    said = write_report(rising).split("## What this run says", 1)[1].split("\n## ", 1)[0]
+    assert "after Ask-to-Choose, R1-A +0.300 [+0.300, +0.300]" in said
+    assert "The R1-A rise comes with these declines" in said and "the model declining" in said
+
+
+def test_the_signal_table_is_ranked_best_first(run_dir):
+    from a2c.qa.report import signal_table
+    from a2c.qa.summary import SignalRow
+
+    summary = QASummary.model_validate_json((run_dir[0] / "summary.json").read_text())
+    common = {"source": "paraphrase", "phase": "before", "sets": 6, "answers": 24, "accurate": 12,
+              "auroc_ci": None, "prr_ci": None, "bootstrap": 0, "seed": 0}
+    signal = [SignalRow(metric="weak", auroc=0.55, prr=0.1, undefined=None, **common),
+              SignalRow(metric="none", auroc=None, prr=None, undefined="no answer is accurate", **common),
+              SignalRow(metric="strong", auroc=0.81, prr=0.6, undefined=None, **common),
+              SignalRow(metric="middle", auroc=0.70, prr=0.3, undefined=None, **common)]
+    rows = signal_table(summary.model_copy(update={"signal": signal})).rows
+    assert [r[0] for r in rows] == ["strong", "middle", "weak", "none"]

@@ -741,3 +741,14 @@ def test_the_upstream_key_is_in_no_log_line_response_or_cache_file(servers):
     access = [line for line in main_log.splitlines() if " /v1/" in line]
     assert access and all(re.fullmatch(r"\S+ \S+ (GET|POST) /v1/\S+ \d{3} \d+ ms model_calls=\d+", line)
                           for line in access)
+
+
+def test_a_typo_in_a_request_setting_gets_a_did_you_mean():
+    defaults = answer_settings({}, "")
+    with pytest.raises(SettingsError) as typo:
+        override(defaults, {"variation": {"temperatrues": [1.0]}})
+    assert str(typo.value).startswith("a2c.variation.temperatrues: a request may not set this; it may set")
+    assert "(did you mean 'temperatures'?)" in str(typo.value)
+    with pytest.raises(SettingsError) as far:
+        override(defaults, {"variation": {"zzz": 1}})
+    assert "did you mean" not in str(far.value)

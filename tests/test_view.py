@@ -103,8 +103,8 @@ def test_a_run_whose_data_is_gone_still_opens_without_references(tmp_path):
 def test_the_overview_is_the_report_with_its_tables_and_plots_then_the_summary(qa):
     page = run_page(open_run(qa), "t")
     titles = [s.title for s in page.overview]
-    assert titles[:2] == ["a2c report: view-qa", "Before → after Ask-to-Choose"]
-    table = next(b for b in page.overview[1].blocks if isinstance(b, TableBlock)).table
+    assert titles[:3] == ["a2c report: view-qa", "What this run says", "Before → after Ask-to-Choose"]
+    table = next(b for b in page.overview[2].blocks if isinstance(b, TableBlock)).table
     assert table.rows[0][:2] == ["in-context paraphrases", qa_config(qa.parent).generator.model]
     # accuracy vs consistency, metric correlations, accuracy vs rejection, risk vs coverage
     assert len([b for s in page.overview for b in s.blocks if isinstance(b, Image)]) == 4
@@ -189,8 +189,13 @@ def test_cli_view_and_report_write_the_html(qa, tmp_path, capsys):
     assert capsys.readouterr().out.strip() == f"written: {run / 'report.html'}"
     assert (run / "report.html").is_file()
     (run / "report.html").unlink()
+    capsys.readouterr()
     assert main(["report", str(run), "--no-rescore", "--no-html"]) == 0
     assert not (run / "report.html").exists()
+    printed = capsys.readouterr().out
+    # the result table and where the report went, not the whole report.md
+    assert printed.startswith("| method |") and printed.rstrip().endswith(f"written: {run / 'report.md'}")
+    assert len(printed) < len((run / "report.md").read_text()) / 2
     assert main(["report", str(run), "--no-rescore"]) == 0
     assert (run / "report.html").is_file()
     (tmp_path / "out").mkdir()

@@ -10,7 +10,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="put QA runs side by side: before → after A2C with 95%% paired bootstrap intervals",
         description="The paper's Table 5 across runs: rows = variation method × run, columns = accuracy "
-        "per similarity and Cons_sem per judge before → after Ask-to-Choose, each change with its 95%% "
+        "per similarity and Cons_sem per judge before → after Ask-to-Choose, each change with its 95% "
         "paired bootstrap interval over questions. Writes compare.md, compare.csv and compare.png.")
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="QA run folders of `a2c run`")

@@ -10,14 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from a2c.errors import A2CError
-from a2c.metrics.contrast import (
-    consistency_bounds,
-    consistency_distribution,
-    distribution_work,
-    exact_memory,
-    exact_work,
-    relative_consistency,
-)
 
 # the heatmap holds (nb + 1) × (n + 1) cells of exact fractions; beyond this it gets slow and unreadable
 MAX_PLOT_BUNDLES = 1000
@@ -74,12 +66,14 @@ def _progress_bar(total: float, what: str) -> Any:
 
 
 def _rc(args: argparse.Namespace) -> int:
+    from a2c.metrics import contrast  # numpy and the metrics package: only when a metric is computed
+
     n, a, c, b = args.bundles, args.correct, args.consistent, args.bundle_size
-    consistency_bounds(n, a, b)  # bad counts: their one-line error before any estimate
-    _within_memory(f"RC of {n} bundles of {b}", exact_memory(n, b), f"{n * b:,} instances")
-    with _progress_bar(exact_work(n, a, c, b), "exact RC") as bar:
-        rc = relative_consistency(n, a, c, b, progress=bar.update)
-    c_min, c_max = consistency_bounds(n, a, b)
+    contrast.consistency_bounds(n, a, b)  # bad counts: their one-line error before any estimate
+    _within_memory(f"RC of {n} bundles of {b}", contrast.exact_memory(n, b), f"{n * b:,} instances")
+    with _progress_bar(contrast.exact_work(n, a, c, b), "exact RC") as bar:
+        rc = contrast.relative_consistency(n, a, c, b, progress=bar.update)
+    c_min, c_max = contrast.consistency_bounds(n, a, b)
     print(f"RC = {rc:.6f} ({rc:.2%})")
     print(f"accuracy {a}/{n * b} = {a / (n * b):.2%}, consistency {c}/{n} = {c / n:.2%}")
     print(f"achievable consistency at this accuracy: c_min = {c_min}, c_max = {c_max}")
@@ -90,33 +84,36 @@ def rc_grids(n_bundles: int, bundle_size: int, progress: Callable[[float], objec
              ) -> tuple[list[list[float]], list[list[float]]]:
     """P(c | a) and RC(c, a) as [c][a] grids; unachievable cells are NaN so the plot leaves them blank.
     `progress` is told the work of each accuracy column done (`distribution_work`)."""
+    from a2c.metrics import contrast
+
     rows = n_bundles + 1
     cols = n_bundles * bundle_size + 1
     prob = [[math.nan] * cols for _ in range(rows)]
     cdf = [[math.nan] * cols for _ in range(rows)]
     for a in range(cols):
         running = Fraction(0)
-        for c, p in consistency_distribution(n_bundles, a, bundle_size).items():
+        for c, p in contrast.consistency_distribution(n_bundles, a, bundle_size).items():
             running += p
             prob[c][a] = float(p)
             cdf[c][a] = float(running)
         if progress is not None:
-            progress(distribution_work(n_bundles, a, bundle_size))
+            progress(contrast.distribution_work(n_bundles, a, bundle_size))
     return prob, cdf
 
 
 def _rc_plot(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_file
+    from a2c.metrics import contrast
 
     check_output_file(args.out, "--out")
     n, b = args.bundles, args.bundle_size
     if not 1 <= n <= MAX_PLOT_BUNDLES:
         raise A2CError(f"--bundles={n} is outside 1..{MAX_PLOT_BUNDLES} for the plot")
-    consistency_bounds(n, 0, b)  # validates the bundle size with a one-line error
+    contrast.consistency_bounds(n, 0, b)  # validates the bundle size with a one-line error
     cells = (n + 1) * (n * b + 1)
-    _within_memory(f"the heatmap of {n} bundles of {b}", cells * PLOT_BYTES_PER_CELL + exact_memory(n, b),
-                   f"{n + 1:,} × {n * b + 1:,} cells")
-    work = sum(distribution_work(n, a, b) for a in range(n * b + 1))
+    needed = cells * PLOT_BYTES_PER_CELL + contrast.exact_memory(n, b)
+    _within_memory(f"the heatmap of {n} bundles of {b}", needed, f"{n + 1:,} × {n * b + 1:,} cells")
+    work = sum(contrast.distribution_work(n, a, b) for a in range(n * b + 1))
     with _progress_bar(work, "exact heatmap") as bar:
         prob, cdf = rc_grids(n, b, progress=bar.update)
 

@@ -240,6 +240,9 @@ def _print(result: ProbeResult, judge_name: str) -> None:
         print(f"  ({plural(result.paraphrases_failed, 'paraphrase')} failed their checks and are left out, "
               "as in `a2c run`)")
     for name, source in zip(("paraphrases", "temperatures"), result.sets.values(), strict=True):
+        if not source.labels:  # every paraphrase failed its checks: no answers, so no matrix to print
+            print(f"\n{judge_name} agreement matrix ({name}): none, no {name[:-1]} was answered")
+            continue
         print(f"\n{judge_name} agreement matrix ({name}):\n{_matrix_text(source.matrix, source.labels)}")
         print(f"Cons_sem = {_show(source.cons_sem)}   entropy = {_show(source.entropy)} bits "
               f"({source.clusters} clusters)")

@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", type=Path,
                         help="run folder (default: the config's `output`, else runs/NAME)")
     parser.add_argument("--limit", type=int, help="only the first N questions (overrides the config)")
+    parser.add_argument("--dataset-path", type=Path, metavar="FILE",
+                        help="read the config's dataset from this local file (overrides dataset.path; "
+                        "e.g. a TruthfulQA.csv where the config reads the benchmark from the hub)")
     parser.add_argument("--force", action="store_true",
                         help="start over when the run folder holds a run of another experiment (name), "
                         "or use a non-empty folder that holds no a2c run")
@@ -37,10 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_run)
 
 
-def apply_overrides(config: RunConfig, *, limit: int | None, no_cache: bool) -> RunConfig:
+def apply_overrides(config: RunConfig, *, limit: int | None, no_cache: bool,
+                    dataset_path: Path | None = None) -> RunConfig:
     """The config a run uses once the command-line flags are applied on top of the file."""
     from a2c.config import ConfigError
 
+    if dataset_path is not None:
+        config = with_dataset_path(config, dataset_path)
     update: dict[str, object] = {}
     if limit is not None:
         if limit < 1:
@@ -51,6 +57,28 @@ def apply_overrides(config: RunConfig, *, limit: int | None, no_cache: bool) -> 
         if config.aux_generator is not None:
             update["aux_generator"] = config.aux_generator.model_copy(update={"cache": None})
     return config.model_copy(update=update)
+
+
+def with_dataset_path(config: RunConfig, path: Path) -> RunConfig:
+    """`--dataset-path`: the config's dataset read from a local file, validated and read through as the
+    config's own `dataset.path` would be (relative to the working folder, as every command-line path)."""
+    from pydantic import BaseModel, ValidationError
+
+    from a2c.config import ConfigError
+    from a2c.tasks import task_of
+
+    dataset = getattr(config, "dataset", None)
+    if not isinstance(dataset, BaseModel) or "path" not in type(dataset).model_fields:
+        raise ConfigError(f"--dataset-path: a {config.task} config's dataset takes no path")
+    if not path.is_file():
+        raise ConfigError(f"--dataset-path: no such file: {path.resolve()}")
+    try:
+        local = type(dataset).model_validate({**dataset.model_dump(), "path": str(path.resolve())})
+    except ValidationError as exc:
+        raise ConfigError(f"--dataset-path: {exc.errors()[0]['msg']}") from None
+    updated = config.model_copy(update={"dataset": local})
+    task_of(updated).check_data(updated)
+    return updated
 
 
 def served_generators(config: RunConfig) -> list[GeneratorConfig]:
@@ -75,14 +103,17 @@ def batch_sizes(config: RunConfig) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from a2c.tasks import load_config, task_of
+
+    # the config first: a mistake in it is reported before the pipeline's libraries load
+    config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
+                             dataset_path=args.dataset_path)
     from a2c.faults import gpu_memory_fault
     from a2c.llm.progress import generation_progress
     from a2c.llm.server import check_servers
     from a2c.pipeline import run_experiment
     from a2c.runpaths import run_output
-    from a2c.tasks import load_config, task_of
 
-    config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache)
     check_servers(served_generators(config))  # a server that is down fails now, not after its retries
     check_models = task_of(config).check_models
     if check_models is not None:

@@ -1,8 +1,10 @@
 """Feedback while generating: a bar of prompts done / total per `generate` call, moved per finished batch.
 
 A stage's chunk of questions can take minutes, so a bar per chunk sits still; every backend reports each
-finished batch through `emit`, which is where this bar moves. Bars are off unless a caller opts in with
-`generation_progress` (a stage runner, the probe command), so library use stays silent.
+finished batch through `emit`, which is where this bar moves, and a backend that runs a batch as one whole
+(transformers) reports each decoding step through `decoding_step`, so the bar moves inside a batch too.
+Bars are off unless a caller opts in with `generation_progress` (a stage runner, the probe command), so
+library use stays silent.
 
 Other libraries' bars (GGUF conversion, weight loading, downloads) say nothing a user can act on and
 repeat on every command; `quiet_library_progress` silences them (the CLI calls it unless `--debug`).
@@ -29,6 +31,7 @@ class _Bars:
 
 
 _BARS: ContextVar[_Bars | None] = ContextVar("a2c_generation_bars", default=None)
+_OPEN: ContextVar[tqdm[Any] | None] = ContextVar("a2c_open_generation_bar", default=None)
 
 
 @contextmanager
@@ -51,6 +54,26 @@ def generation_bar(total: int, done: int) -> tqdm[Any]:
     bars = _BARS.get()
     return tqdm(total=total, initial=done, desc=bars.desc if bars else "", unit="prompt",
                 leave=False, disable=bars is None or not bars.enabled or total == 0, dynamic_ncols=True)
+
+
+@contextmanager
+def showing(bar: tqdm[Any]) -> Iterator[tqdm[Any]]:
+    """Within the block, `decoding_step` reports to `bar` (the bar of the generate call running)."""
+    token = _OPEN.set(bar)
+    try:
+        with bar:
+            yield bar
+    finally:
+        _OPEN.reset(token)
+
+
+def decoding_step(step: int, steps: int) -> None:
+    """A backend that runs a batch as one whole reports each decoding step here: a batch of 32 prompts on two
+    CPU cores takes minutes, and the bar, which counts finished prompts, would sit still for all of them;
+    the step it shows redraws it (and its elapsed time) every step."""
+    bar = _OPEN.get()
+    if bar is not None and not bar.disable:
+        bar.set_postfix_str(f"batch token {step}/{steps}")
 
 
 # read by tqdm (every bar's default `disable`) and huggingface_hub (also transformers' bars) at import

@@ -22,7 +22,7 @@ from a2c.cache import Cache, NoCache, damaged_cache, make_key
 from a2c.errors import A2CError
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
-from a2c.llm.progress import generation_bar
+from a2c.llm.progress import generation_bar, showing
 from a2c.wording import plural
 
 CACHE_NAMESPACE = "generation"
@@ -199,7 +199,7 @@ class CachedGenerator:
             self.cache.put_many({keys[todo[j]]: _to_json(result) for j, result in done}, CACHE_NAMESPACE)
 
         failed: dict[int, Exception] = {}  # slot → why it failed for good (`keep_going`)
-        with bar:
+        with showing(bar):
             if jobs:
                 try:
                     self.impl.run(jobs, emit)

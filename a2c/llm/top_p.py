@@ -26,7 +26,7 @@ def nucleus_mask(probs: torch.Tensor, top_p: torch.Tensor, k: int = PREFILTER_K)
     the mass of the tokens ranked above it is below p. Rows whose k most likely tokens hold at least p are
     decided from those k alone; the others are sorted whole. Masses are summed in float64: vLLM's float32
     running sum over the whole ascending vocabulary drifts by up to ~1e-5, which keeps a few tokens whose
-    mass above is just past p (README: Speed of the paper's protocol)."""
+    mass above is just past p (docs/results/benchmarks.md: Speed of the paper's protocol)."""
     k = min(k, probs.shape[-1])
     values, indices = probs.topk(k, dim=-1)  # descending
     p = top_p.to(torch.float64).unsqueeze(-1)

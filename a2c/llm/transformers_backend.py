@@ -122,18 +122,24 @@ def load_model(name: str, device: str = "cpu", dtype: str = "float32") -> tuple[
     return tokenizer, model
 
 
-def _row_sampler(jobs: Sequence[GenerationRequest], device: Any) -> Any:
-    """A logits processor that leaves one token per row possible: the one `RowSampler` picks."""
+def _row_sampler(jobs: Sequence[GenerationRequest], device: Any, max_tokens: int) -> Any:
+    """A logits processor that leaves one token per row possible: the one `RowSampler` picks. Called once
+    per decoding step, it also reports the step to the progress bar."""
     import torch
     from transformers import LogitsProcessor
 
+    from a2c.llm.progress import decoding_step
     from a2c.llm.row_sampler import RowSampler
 
     sampler = RowSampler([j.temperature for j in jobs], [j.top_p for j in jobs], [j.seed for j in jobs],
                          device)
 
     class PickedToken(LogitsProcessor):
+        step = 0
+
         def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+            self.step += 1
+            decoding_step(self.step, max_tokens)
             out = torch.full_like(scores, float("-inf"))
             return out.scatter_(1, sampler.pick(scores)[:, None], 0.0)
 
@@ -206,7 +212,7 @@ class TransformersBackend:
             new_tokens = self._static_decode(enc, jobs, max_tokens, stop)
             out = None
         else:
-            sampler = _row_sampler(jobs, self.lm.device)
+            sampler = _row_sampler(jobs, self.lm.device, max_tokens)
             with torch.inference_mode():
                 out = self.lm.generate(**enc, generation_config=config, tokenizer=tok if stop else None,
                                        logits_processor=LogitsProcessorList([sampler]))

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from rouge_score import rouge_scorer
-
 if TYPE_CHECKING:
+    from rouge_score import rouge_scorer
+
     from a2c.data.records import QARecord
 
 Similarity = Callable[[str, Sequence[str]], list[float]]
@@ -68,7 +68,10 @@ def truthfulqa_scores(
 
 @lru_cache(maxsize=1)
 def _rouge1_scorer() -> rouge_scorer.RougeScorer:
-    # building the scorer loads the stemmer and tokenizer; one per process is enough
+    # building the scorer loads the stemmer and tokenizer; one per process is enough. rouge-score imports
+    # nltk (seconds of CPU): it loads here, not with every module that reads TruthfulQAScores
+    from rouge_score import rouge_scorer
+
     return rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
 
 

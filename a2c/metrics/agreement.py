@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-from scipy import stats
 
 
 def spearman_rho(metric_values: Sequence[float], human_values: Sequence[float]) -> float | None:
     """Spearman's ρ between a metric and human labels per item; `None` when undefined (n < 2, constant)."""
+    from scipy import stats  # scipy.stats takes seconds of CPU to import: only when a ρ is computed
+
     x = np.asarray(metric_values, dtype=float)
     y = np.asarray(human_values, dtype=float)
     if x.shape != y.shape or x.ndim != 1:

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from a2c.metrics.bootstrap import percentile_interval, resample_counts
 
@@ -134,6 +133,8 @@ def _prr(pos: np.ndarray, total: np.ndarray) -> np.ndarray:
 
 def auroc(groups: Groups) -> float | None:
     """scikit-learn's AUROC of the score for predicting an accurate answer; None when undefined."""
+    from sklearn.metrics import roc_auc_score  # seconds of CPU to import: only when a report is drawn
+
     if groups.undefined:
         return None
     labels = np.concatenate([np.ones(len(groups.scores)), np.zeros(len(groups.scores))])

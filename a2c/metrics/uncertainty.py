@@ -34,7 +34,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.sparse.csgraph import connected_components
 
 ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
 KLE_TIME = 0.3  # LM-Polygraph's heat-kernel time t (its default, from the KLE paper)
@@ -93,6 +92,8 @@ def num_semantic_sets(equivalent: object) -> int | None:
     Connected components as in the paper and LM-Polygraph, so a chain a ~ b ~ c is one set even when
     a ≁ c; `semantic_clusters` (representative-based) keeps such chains apart and can count more sets.
     """
+    from scipy.sparse.csgraph import connected_components  # scipy loads when a measure is computed
+
     arr = _square(equivalent, "equivalence matrix")
     if arr.dtype != np.bool_:
         if not np.issubdtype(arr.dtype, np.number) or not np.isin(arr, (0, 1)).all():

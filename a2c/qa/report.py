@@ -15,6 +15,7 @@ from a2c.data.tables import csv_rows
 from a2c.files import read_text
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.signal import oracle_curve, rejection_curve
+from a2c.qa.conclusions import conclusions
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
 from a2c.qa.rows import METRICS, SOURCES, SUMMARY, UNCERTAINTY, MetricRow, UncertaintyRow
@@ -339,9 +340,12 @@ def _with_ci(value: float | None, ci: tuple[float, float] | None) -> str:
 
 def signal_table(summary: QASummary) -> Table:
     """AUROC and PRR of every consistency metric and uncertainty measure for predicting per-answer
-    accuracy, with 95% intervals (a per-answer confidence is named `... per answer`)."""
+    accuracy, with 95% intervals (a per-answer confidence is named `... per answer`), ranked by AUROC."""
     rows = []
-    for item in summary.signal:
+    # best signal first: by AUROC, then PRR; undefined rows last
+    ranked = sorted(summary.signal, key=lambda item: (item.auroc is None, -(item.auroc or 0.0),
+                                                      -(item.prr or 0.0)))
+    for item in ranked:
         undefined = f"undefined ({item.undefined})" if item.undefined else None
         auroc = undefined or _with_ci(item.auroc, item.auroc_ci)
         prr = undefined or _with_ci(item.prr, item.prr_ci)
@@ -392,7 +396,9 @@ def selection_section(summary: QASummary, table: Table) -> str:
             "One answer per question and source of variation, picked from the same candidates: A2C's "
             "majority over its rank choices, USC (the model names the most consistent candidate), the "
             "medoid under a judge, the first member of the largest cluster. Accuracy of the pick per "
-            f"similarity, model calls the method spent per question{intervals}.\n\n" + table.markdown())
+            f"similarity, model calls the method spent per question{intervals}. Don't-know share: the "
+            "share of a method's picks that are the don't-know option (A2C's majority choice).\n\n"
+            + table.markdown())
 
 
 
@@ -446,20 +452,23 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
            "whether an answer is accurate: AUROC, and the prediction-rejection ratio (PRR; 1 = ranks like an "
            "oracle, 0 = chance), with seeded bootstrap 95% intervals over questions. Every score is oriented "
            "so that higher = more confident (uncertainties are negated: `-U_EigV`); a `per answer` "
-           "confidence scores each answer on its own, the others give every answer its set's score.\n\n"
+           "confidence scores each answer on its own, the others give every answer its set's score. Ranked "
+           "by AUROC, the best signal first.\n\n"
            f"{signal_rows.markdown()}\n"
            f"\n![accuracy vs rejection]({PLOT_REJECTION.name})\n"
            if with_refs else "Undefined: no question has reference answers.\n"))
     # nothing here changes unless the run's outputs do (no wall time), so a rerun finds it as it wrote it
     text = (f"# a2c report: {summary.name}\n\n"
             f"Model `{summary.model}`, {questions} questions.\n\n"
-            "## Before → after Ask-to-Choose\n\n" + scope
+            + conclusions(summary)
+            + "## Before → after Ask-to-Choose\n\n" + scope
             + ("Accuracy columns are the share of answers closer to a correct than to an incorrect "
                "reference; " if with_refs else "")
             + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent). Brackets: "
               f"the 95% interval of after − before, paired over questions (bootstrap, "
               f"{summary.paired_resamples:,} resamples, seeded); ↑/↓ only where it excludes 0, `~` where it "
-              "does not.\n\n"
+              "does not. Don't-know share (A2C): the share of the rank prompts whose parsed choice is the "
+              "don't-know option.\n\n"
             + main.markdown()
             + selection_section(summary, selection)
             + format_following_section(summary)

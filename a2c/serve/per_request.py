@@ -14,6 +14,8 @@ are held to them at start-up too.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -80,7 +82,10 @@ def _refused_key(error: Any, where: str, judges: Sequence[str]) -> SettingsError
     if loc[0] == "judges":
         hint = f"a judge is given by name only, one of this server's: {', '.join(judges)}"
     else:
-        hint = f"it may set {_MAY_SET.get(shape, 'nothing else here')}"
+        allowed = _MAY_SET.get(shape, "nothing else here")
+        # a typo'd key gets the did-you-mean a config file's unknown key gets
+        close = difflib.get_close_matches(loc[-1], re.findall(r"\w+", allowed), n=1)
+        hint = f"it may set {allowed}" + (f" (did you mean {close[0]!r}?)" if close else "")
     return SettingsError(f"{key}: a request may not set this; {hint}. The generator, upstream, keys, cache, "
                          "templates and models are the server's", key)
 

@@ -298,6 +298,9 @@ def compare_opened(opened: Sequence[OpenedRun], *, labels: Sequence[str] | None 
     keys = [set(q.items()) for q in question_sets]
     shared = set.intersection(*keys)
     for run, own in zip(opened[1:], keys[1:], strict=True):
+        if not keys[0] & own:  # --intersect would leave nothing: no hint to use it
+            raise CompareError(f"{opened[0].path} and {run.path} share no question (same id and text; "
+                               f"{len(keys[0])} and {len(own)} questions), so there is nothing to compare")
         if own != keys[0] and not intersect:
             raise CompareError(
                 f"{opened[0].path} and {run.path} hold different question sets ({len(keys[0])} and "

@@ -1,0 +1,62 @@
+"""CPU seconds a command spends before it prints: `a2c --help`, a typo'd command and `a2c run bad.yaml`.
+
+Run: `.venv/bin/python benchmarks/bench_startup.py [--repeat 5]` from the repository root. Each command runs
+in a fresh interpreter; its user + system CPU time (not wall time, which a busy machine inflates) is read
+from the child's resource usage, and the median of the repeats is compared with the target (0.5 s: every
+command's parser is built before anything runs, so the heavy libraries must load only when a model or a
+metric is needed). Exits 1 when a command misses the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TARGET_SECONDS = 0.5
+
+
+def cpu_seconds(argv: list[str], cwd: Path) -> float:
+    """The user + system CPU time of one run of `argv` (a child process, waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                   env={**os.environ, "A2C_DEBUG": ""})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each command (default 5)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "bad.yaml").write_text("name: bad\ngenerater: {backend: openai}\n", encoding="utf-8")
+        a2c = [sys.executable, "-m", "a2c"]
+        commands = {"python -c pass (the interpreter alone)": [sys.executable, "-c", "pass"],
+                    "a2c --help": [*a2c, "--help"], "a2c rnu (a typo)": [*a2c, "rnu"],
+                    "a2c run bad.yaml": [*a2c, "run", "bad.yaml"]}
+        env_path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path.cwd()), env_path) if p)
+        missed = []
+        print(f"median CPU seconds of {args.repeat} runs (target {TARGET_SECONDS} s; load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        for label, argv in commands.items():
+            median = statistics.median(cpu_seconds(argv, folder) for _ in range(args.repeat))
+            ratio = median / TARGET_SECONDS
+            print(f"  {label:<40} {median:6.3f} s  ({ratio:.2f}x the target)")
+            if label.startswith("a2c") and median > TARGET_SECONDS:
+                missed.append(label)
+    if missed:
+        print(f"over the target: {', '.join(missed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

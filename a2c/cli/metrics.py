@@ -58,10 +58,11 @@ def _size(count: float) -> str:
 
 
 def _progress_bar(total: float, what: str) -> Any:
-    """A bar on stderr that shows up only once the work has run `PROGRESS_AFTER` seconds."""
+    """A bar on stderr that shows up only once the work has run `PROGRESS_AFTER` seconds. `disable` is
+    given: tqdm, now imported after `quiet_library_progress` set `TQDM_DISABLE`, would take that default."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=what, delay=PROGRESS_AFTER, leave=False,
+    return tqdm(total=total, desc=what, delay=PROGRESS_AFTER, leave=False, disable=False,
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
 
 

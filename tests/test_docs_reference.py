@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from a2c.cli import build_parser
+from tests.test_cli_help import _commands
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,15 +45,6 @@ def _sections(page: str, level: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- CLI
-
-
-def _commands(parser: argparse.ArgumentParser, name: str = "a2c"
-              ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for command, sub in action.choices.items():
-                yield from _commands(sub, f"{name} {command}")
 
 
 def missing_flags(page: str) -> list[str]:

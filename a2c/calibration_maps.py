@@ -55,6 +55,7 @@ class FittedMap(BaseModel):
 
 
 def _isotonic(scores: np.ndarray, correct: np.ndarray) -> FittedMap:
+    """Isotonic regression: a non-decreasing step map, no shape assumed (wants more questions)."""
     from sklearn.isotonic import IsotonicRegression
 
     fitted = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
@@ -64,6 +65,7 @@ def _isotonic(scores: np.ndarray, correct: np.ndarray) -> FittedMap:
 
 
 def _platt(scores: np.ndarray, correct: np.ndarray) -> FittedMap:
+    """Platt scaling: a logistic curve in the score, two parameters (smooth, fits from few questions)."""
     from sklearn.linear_model import LogisticRegression
 
     if len(np.unique(correct)) < 2:  # one class: the constant map at its (clipped) rate

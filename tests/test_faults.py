@@ -157,7 +157,7 @@ def test_memory_error_is_exit_2_with_a_hint(capsys, monkeypatch):
     def exhausted(*args: object, **kwargs: object) -> float:
         raise MemoryError
 
-    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", exhausted)
+    monkeypatch.setattr("a2c.metrics.contrast.relative_consistency", exhausted)
     assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 2
     message, hint = _error(capsys)
     assert message == "out of memory" and hint is not None and "more memory" in hint
@@ -203,7 +203,7 @@ def test_a_gpu_out_of_memory_outside_a_run_still_names_the_batch_size(capsys, mo
     def exhausted(*args: object, **kwargs: object) -> float:
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
 
-    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", exhausted)
+    monkeypatch.setattr("a2c.metrics.contrast.relative_consistency", exhausted)
     assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 2
     message, hint = _error(capsys)
     assert message.startswith("the GPU ran out of memory") and hint is not None
@@ -230,7 +230,7 @@ def test_other_os_errors_stay_a2c_s_own(capsys, monkeypatch):
     def broken(*args: object, **kwargs: object) -> float:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr("a2c.cli.metrics.relative_consistency", broken)
+    monkeypatch.setattr("a2c.metrics.contrast.relative_consistency", broken)
     assert main(["metrics", "rc", "--bundles", "10", "--correct", "10", "--consistent", "2"]) == 1
     assert "a2c: unexpected error: OSError" in capsys.readouterr().err
 

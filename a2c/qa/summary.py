@@ -289,14 +289,16 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                    for (name, source, phase, level), result in
                    consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed).items()]
     scores = store.read_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name) else []
+    # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
+    generations = store.read_rows(GENERATIONS) if store.exists(GENERATIONS.name) else []
     labels = {name: SELECTION_METHODS.get(name).label for name in {r.method for r in scores}
               if name in SELECTION_METHODS}
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
                      before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed),
                      selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed,
-                     format_following=format_following(choices, store.read_rows(GENERATIONS),
-                                                       config.variation.answer_field) if choices else {})
+                     format_following=format_following(choices, generations, config.variation.answer_field)
+                     if choices else {})
 
 
 # -- paired intervals over questions ----------------------------------------------------------------------

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta, binom
 
 
 def binomial_p_value(errors: int, answered: int, max_risk: float) -> float:
@@ -27,6 +26,8 @@ def binomial_p_value(errors: int, answered: int, max_risk: float) -> float:
     max_risk; 1 for nothing answered (no evidence)."""
     if answered == 0:
         return 1.0
+    from scipy.stats import binom  # scipy loads when a threshold is tested, not when the CLI starts
+
     return float(binom.cdf(errors, answered, max_risk))
 
 
@@ -55,6 +56,8 @@ class RiskControl:
 
 def upper_risk(errors: int, answered: int, delta: float) -> float:
     """The one-sided (1 − δ) Clopper–Pearson upper bound of a risk after `errors` in `answered`."""
+    from scipy.stats import beta
+
     return 1.0 if answered == errors else float(beta.ppf(1 - delta, errors + 1, answered - errors))
 
 

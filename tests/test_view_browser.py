@@ -66,7 +66,7 @@ def test_a_qa_run_opens_filters_and_draws_a_question_page(browser, qa, tmp_path)
     html = write_view([qa], tmp_path / "view.html")
     page = _open(browser, html)
     assert page.evaluate("document.querySelector('main h2').textContent") == "a2c report: view-qa"
-    assert _count(page, "img.plot") == 3
+    assert _count(page, "img.plot") == 4  # accuracy vs consistency, correlations, rejection, risk–coverage
 
     page.go("#r=0&p=list")
     ids = list(dict.fromkeys(r.id for r in folder.read_rows(METRICS)))

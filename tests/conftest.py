@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,12 @@ from hypothesis import settings
 # benchmarks' business, not the property tests'
 settings.register_profile("a2c", deadline=None)
 settings.load_profile("a2c")
+
+# a suite started in the background by a non-interactive shell (`make test &`, some CI runners) inherits
+# SIGINT ignored, and so would every a2c process the Ctrl-C tests start: Python keeps an ignored SIGINT.
+# A handler here is reset to the default on exec, so those children get Python's KeyboardInterrupt again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

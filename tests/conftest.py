@@ -21,6 +21,13 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def interruptible() -> None:
+    """`preexec_fn` of the processes the Ctrl-C tests interrupt: SIGINT at its default and unblocked in the
+    child, whatever the test process inherited or a library set in it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip the `gpu` tier, saying why, where torch sees no CUDA device (torch imported only when a
     collected test carries the marker)."""

@@ -29,6 +29,7 @@ from a2c.config import ConfigError
 from a2c.data import DatasetError, load_records, load_truthfulqa_csv
 from a2c.data.truthfulqa import CSV_COLUMNS
 from a2c.tasks import load_config
+from tests.conftest import interruptible
 
 HEADER = ",".join(CSV_COLUMNS)
 GOOD_ROW = "Adversarial,Science,Why is the sky blue?,Rayleigh scattering,Scattering,It reflects the sea"
@@ -272,7 +273,7 @@ def test_a_real_ctrl_c_exits_130_with_one_line(tmp_path):
         sys.exit(main({RC_ARGS!r}))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

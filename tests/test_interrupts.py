@@ -23,6 +23,7 @@ import pytest
 
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig
 from a2c.llm.openai_backend import BackendError, OpenAIBackend
+from tests.conftest import interruptible
 from tests.fake_openai import HANG, SlowServer
 
 pytestmark = pytest.mark.slow
@@ -36,7 +37,7 @@ def server() -> Iterator[SlowServer]:
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=interruptible)
 
 
 def _interrupt(proc: subprocess.Popen[str], times: int = 1, pause: float = 0.3) -> tuple[float, str]:

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = sub.add_parser("list", help="the embedded models and their state",
                              description="Each embedded model with its state: installed (its package, or "
                              "how many of its parts), verified (a split model's joined file, which exists "
-                             "only after its sha256 matched) and prepared for vLLM (models/NAME).")
+                             "only after its sha256 matched) and prepared for vLLM (prepared/NAME "
+                             "of the models cache).")
     listing.add_argument("--check", action="store_true",
                          help="hash every joined file again instead of trusting that it was verified")
     listing.set_defaults(handler=_list)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from a2c.cli.argtypes import finite_number, whole_number
+from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
 from a2c.errors import A2CError
 from a2c.untrusted import has_surrogate, is_blank, printable
 from a2c.wording import plural
@@ -33,8 +33,6 @@ class ProbeInputError(A2CError):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from a2c.llm.backends import BACKENDS
-
     parser = subparsers.add_parser(
         "probe", help="vary one question, show answers, agreement and the A2C choice",
         description="Ask one question (or every question of --questions FILE, in one batched pass) the "
@@ -56,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeatable)")
     parser.add_argument("--model",
                         help="model name (served name with --base-url; default: the embedded model)")
-    parser.add_argument("--backend", choices=BACKENDS.names(),
-                        help="default: openai with --base-url, else transformers")
+    parser.add_argument("--backend", choices=RegistryNames("a2c.llm.backends:BACKENDS"), metavar="BACKEND",
+                        help="%(choices)s (default: openai with --base-url, else transformers)")
     parser.add_argument("--judge", default="embedding", help="judge for the matrix (default: embedding)")
     parser.add_argument("--config", type=Path, metavar="CONFIG",
                         help="decode as this QA experiment config does: its variation (techniques, "

@@ -137,6 +137,8 @@ class ProbeResult:
     id: str
     question: str
     paraphrases_failed: int
+    # the paraphrases that failed their checks: technique, text (what the model wrote) and problem
+    failed_paraphrases: list[dict[str, str | None]]
     sets: dict[str, SetResult]  # by source: paraphrase, temperature
     choices: list[dict[str, Any]]  # one per rank prompt: source, slot, reply, option, method, text
     answer: str | None  # the A2C answer: the most chosen option
@@ -219,7 +221,9 @@ def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], j
                                      judged.matrix, judged.scores.cons_sem, judged.scores.entropy,
                                      judged.scores.clusters)
         answered = sum(g.source == "paraphrase" for g in choice.generations)
-        results.append(ProbeResult(qid, question, techniques - answered, sets,
+        failed = [p.model_dump(include={"technique", "text", "problem"})
+                  for p in choice.paraphrases if not p.ok]
+        results.append(ProbeResult(qid, question, techniques - answered, failed, sets,
                                    [c.model_dump(include=CHOICE_FIELDS) for c in choice.choices],
                                    choice.answer,
                                    {method: {source: pick.model_dump(include=PICK_FIELDS)
@@ -236,7 +240,11 @@ def _print(result: ProbeResult, judge_name: str) -> None:
             print(f"  {label}  asked: {asked}\n       answer: {text}")
     if result.paraphrases_failed:
         print(f"  ({plural(result.paraphrases_failed, 'paraphrase')} failed their checks and are left out, "
-              "as in `a2c run`)")
+              "as in `a2c run`:)")
+        dim, plain = ("\x1b[2m", "\x1b[0m") if sys.stdout.isatty() else ("", "")
+        for failed in result.failed_paraphrases:
+            print(f"{dim}  ✗ {failed['technique']}: {printable(failed['text'] or '') or '(empty)'}"
+                  f"  [{failed['problem']}]{plain}")
     for name, source in zip(("paraphrases", "temperatures"), result.sets.values(), strict=True):
         if not source.labels:  # every paraphrase failed its checks: no answers, so no matrix to print
             print(f"\n{judge_name} agreement matrix ({name}): none, no {name[:-1]} was answered")

@@ -46,11 +46,13 @@ from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
     MATRICES,
+    PARAPHRASES,
     SELECTIONS,
     SOURCES,
     AnswerField,
     ChoiceRow,
     GenerationRow,
+    ParaphraseItem,
     Question,
     SelectionRow,
     Source,
@@ -81,6 +83,9 @@ class Choice:
     consistency: dict[str, float | int | None] = field(default_factory=dict)
     asked: list[str] = field(default_factory=list)  # the question each candidate answered (q or a paraphrase)
     generations: list[GenerationRow] = field(default_factory=list, repr=False)  # the rows behind `candidates`
+    # every in-context paraphrase, one per technique: those that failed their checks too (`ok`, `problem`),
+    # so a caller can show what the model wrote instead of only counting what was left out
+    paraphrases: list[ParaphraseItem] = field(default_factory=list, repr=False)
     # judge → source → the run's judges stage on the candidates (only when `answer_many(judges=...)`)
     judged: dict[str, dict[Source, JudgedSet]] = field(default_factory=dict, repr=False)
     # selection method → source → its pick, as `selections.jsonl` keeps it (only with `selection=`)
@@ -234,6 +239,8 @@ class AskToChoose:
         out = [summarize(q.question, generations[q.id], choices[q.id], config.variation.answer_field)
                for q in asked]
         by_id = {q.id: choice for q, choice in zip(asked, out, strict=True)}
+        for paraphrased in store.read_rows(PARAPHRASES):
+            by_id[paraphrased.id].paraphrases = list(paraphrased.paraphrases)
         for row in store.read_rows(SELECTIONS) if methods else ():
             by_id[row.id].selections.setdefault(row.method, {})[row.source] = row
         if judges:

@@ -9,7 +9,7 @@ import pytest
 from a2c.config import ConfigError, dump_config
 from a2c.errors import A2CError
 from a2c.qa.config import ExperimentConfig
-from a2c.tasks import load_config, parse_config
+from a2c.tasks import TASK_CONFIGS, TASKS, load_config, parse_config
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
@@ -51,6 +51,26 @@ def test_defaults_and_shorthands():
     assert "llm" in [j.name for j in preset.judges]
     assert preset.entropy_judge_name == "llm"
     assert preset.judges[0].options["threshold"] == 0.8
+
+
+def test_unchecked_defaults_equal_the_checked_specs():
+    """The spec defaults are built without loading their registries (a config error stays light); they must
+    be what validating the same names gives, in value and in what a run's config.yaml writes."""
+    built, checked = ExperimentConfig(name="x"), ExperimentConfig.model_validate({
+        "name": "x", "judges": ["embedding"], "accuracy": {"similarities": ["rouge1", "embedding"]},
+        "selection": ["a2c"]})
+    for field in ("judges", "accuracy", "selection"):
+        assert getattr(built, field) == getattr(checked, field), field
+    assert built.model_dump(mode="json") == checked.model_dump(mode="json")
+    assert [j.options for j in built.judges] == [{}]
+
+
+def test_every_task_has_its_config_model_registered_alone():
+    """`parse_config` picks a task's model from `TASK_CONFIGS` without importing the task: the same names and
+    models as the task registry."""
+    assert TASK_CONFIGS.names() == TASKS.names()
+    for name, task in TASKS.items():
+        assert TASK_CONFIGS.get(name) is task.config
 
 
 @pytest.mark.parametrize(("text", "expected"), [

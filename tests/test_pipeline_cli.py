@@ -53,7 +53,10 @@ def test_probe_shows_what_the_run_keeps_in_milliseconds(capsys):
     answers = out.split("paraphrases and answers:")[1].split("exact agreement matrix")[0]
     labels = [line.split()[0] for line in answers.splitlines() if "asked:" in line]
     assert labels == ["c2", "c4", "t1", "t2", "t3", "t4"]
-    assert "(2 paraphrases failed their checks and are left out, as in `a2c run`)" in answers
+    assert "(2 paraphrases failed their checks and are left out, as in `a2c run`:)" in answers
+    # the two left out, as the model wrote them (the script's replies), each with its problem
+    shown = [line.strip() for line in answers.splitlines() if line.strip().startswith("✗")]
+    assert len(shown) == 2 and all(line.endswith("]") and " [" in line for line in shown), shown
     matrix = out.split("exact agreement matrix (paraphrases):")[1].splitlines()[1]
     assert matrix.split() == ["c2", "c4"]
     assert _rank_replies(out) == 8

@@ -49,7 +49,9 @@ def test_many_questions_go_through_one_batched_pass_and_into_json(tmp_path, monk
         assert found["cons_sem"] is None or 0.0 <= found["cons_sem"] <= 1.0
         assert found["entropy"] is None or found["entropy"] >= 0.0
     assert {"source", "slot", "reply", "option", "method", "text"} <= set(first["choices"][0])
-    assert "answer" in first and first["paraphrases_failed"] >= 0
+    assert "answer" in first and first["paraphrases_failed"] == len(first["failed_paraphrases"])
+    for failed in first["failed_paraphrases"]:
+        assert set(failed) == {"technique", "text", "problem"} and failed["problem"]
 
 
 def test_the_single_question_json_matches_the_batched_one(tmp_path, capsys):
@@ -129,10 +131,15 @@ def test_a_source_without_answers_prints_no_empty_matrix(capsys):
 
     temperature = SetResult(["t1", "t2"], ["Q?", "Q?"], ["Paris.", "Paris."], [[1.0, 1.0], [1.0, 1.0]],
                             1.0, 0.0, 1)
-    result = ProbeResult("q0", "Q?", 2, {"paraphrase": SetResult([], [], [], [], None, None, 0),
-                                         "temperature": temperature}, [], "Paris.", {})
+    failed = [{"technique": "synonyms", "text": "The tower is in Paris.", "problem": "not a question"},
+              {"technique": "word order", "text": "", "problem": "empty"}]
+    result = ProbeResult("q0", "Q?", 2, failed, {"paraphrase": SetResult([], [], [], [], None, None, 0),
+                                                 "temperature": temperature}, [], "Paris.", {})
     _print(result, "embedding")
     out = capsys.readouterr().out
-    assert "(2 paraphrases failed their checks and are left out, as in `a2c run`)" in out
+    assert "(2 paraphrases failed their checks and are left out, as in `a2c run`:)" in out
+    # what the model wrote, with why it was left out (dimmed on a terminal; captured output is none)
+    assert "  ✗ synonyms: The tower is in Paris.  [not a question]\n  ✗ word order: (empty)  [empty]\n" in out
+    assert "\x1b[" not in out
     assert "embedding agreement matrix (paraphrases): none, no paraphrase was answered" in out
     assert "embedding agreement matrix (temperatures):\n          t1     t2\n    t1  1.00" in out

@@ -20,10 +20,10 @@ from a2c.metrics import eigval_laplacian, majority_cluster_index, medoid_index, 
 from a2c.metrics.uncertainty import degree_confidence
 from a2c.pipeline import run_experiment
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.qa.rank import majority_vote
 from a2c.qa.rows import (
     CHOICES,
-    DEFAULT_IDK_TEXT,
     GENERATIONS,
     MATRICES,
     METRICS,

@@ -1,5 +1,6 @@
 """`a2c --help`, a typo and a config error print before any heavy library loads: the parsers and a config
-check import no torch, transformers, scipy, scikit-learn or nltk (`benchmarks/bench_startup.py` times it)."""
+check import no numpy, torch, transformers, scipy, scikit-learn or nltk, nor a task's stages
+(`benchmarks/bench_startup.py` times it)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("torch", "transformers", "scipy", "sklearn", "nltk", "rouge_score", "matplotlib",
-         "sentence_transformers")
+HEAVY = ("numpy", "torch", "transformers", "scipy", "sklearn", "nltk", "rouge_score", "matplotlib",
+         "sentence_transformers", "a2c.qa.stages", "a2c.judges.hf")
 PROBE = """
 import json, sys
 {prelude}
@@ -43,4 +44,4 @@ def test_parsers_and_a_config_error_load_no_heavy_library(tmp_path, argv):
 def test_the_probe_sees_a_heavy_import(tmp_path):
     """The check can fail: a module that does load scipy is seen."""
     assert loaded_after(["--help"], tmp_path, prelude="import a2c.metrics.agreement; "
-                        "a2c.metrics.agreement.spearman_rho([1, 2, 3], [1, 3, 2])") == ["scipy"]
+                        "a2c.metrics.agreement.spearman_rho([1, 2, 3], [1, 3, 2])") == ["numpy", "scipy"]

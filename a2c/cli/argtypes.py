@@ -4,8 +4,9 @@ count reaching a request."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -31,3 +32,27 @@ def finite_number(low: float, *, inclusive: bool) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+class RegistryNames:
+    """The names of a registry (`"module:attr"`) as an argument's `choices`, imported the first time they are
+    checked or listed: building every command's parser then loads no registry's module, so `a2c --help` or a
+    config error does not pay for numpy or the model configs. Pass a `metavar` with it (argparse lists the
+    choices of an argument without one when the argument is added) and `%(choices)s` in the help."""
+
+    def __init__(self, registry_at: str) -> None:
+        self.registry_at = registry_at
+
+    def _names(self) -> list[str]:
+        module, _, attr = self.registry_at.partition(":")
+        names: list[str] = getattr(importlib.import_module(module), attr).names()
+        return names
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())

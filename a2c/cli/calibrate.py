@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from a2c.cli.argtypes import finite_number, whole_number
+from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
 
 
 def _share(text: str) -> float:
@@ -21,8 +21,6 @@ def _share(text: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from a2c.calibration_maps import CALIBRATION_METHODS
-
     parser = subparsers.add_parser(
         "calibrate", help="fit answer-or-decline on a labelled run: calibrated confidence and a threshold",
         description="Fit P(the A2C answer is accurate | a consistency signal) on a finished run with "
@@ -44,8 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "paraphrase)")
     parser.add_argument("--similarity", help="accuracy under this similarity of the run (default rouge1, "
                         "R1-A, when the run scored it)")
-    parser.add_argument("--method", choices=CALIBRATION_METHODS.names(), default="isotonic",
-                        help="calibration map (default isotonic; platt: a logistic curve)")
+    parser.add_argument("--method", choices=RegistryNames("a2c.calibration_maps:CALIBRATION_METHODS"),
+                        default="isotonic", metavar="METHOD",
+                        help="calibration map: %(choices)s (default isotonic; platt: a logistic curve)")
     parser.add_argument("--signal", help="the signal to calibrate, as the signal table names it (e.g. "
                         "'Embedding Cons_sem'); default: the lowest cross-validated AURC")
     parser.add_argument("--max-risk", type=_share, metavar="R",

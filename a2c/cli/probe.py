@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from a2c.cli.argtypes import finite_number, whole_number
+from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
 from a2c.errors import A2CError
 from a2c.untrusted import has_surrogate, is_blank, printable
 from a2c.wording import plural
@@ -33,8 +33,6 @@ class ProbeInputError(A2CError):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from a2c.llm.backends import BACKENDS
-
     parser = subparsers.add_parser(
         "probe", help="vary one question, show answers, agreement and the A2C choice",
         description="Ask one question (or every question of --questions FILE, in one batched pass) the "
@@ -56,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeatable)")
     parser.add_argument("--model",
                         help="model name (served name with --base-url; default: the embedded model)")
-    parser.add_argument("--backend", choices=BACKENDS.names(),
-                        help="default: openai with --base-url, else transformers")
+    parser.add_argument("--backend", choices=RegistryNames("a2c.llm.backends:BACKENDS"), metavar="BACKEND",
+                        help="%(choices)s (default: openai with --base-url, else transformers)")
     parser.add_argument("--judge", default="embedding", help="judge for the matrix (default: embedding)")
     parser.add_argument("--config", type=Path, metavar="CONFIG",
                         help="decode as this QA experiment config does: its variation (techniques, "
@@ -139,6 +137,8 @@ class ProbeResult:
     id: str
     question: str
     paraphrases_failed: int
+    # the paraphrases that failed their checks: technique, text (what the model wrote) and problem
+    failed_paraphrases: list[dict[str, str | None]]
     sets: dict[str, SetResult]  # by source: paraphrase, temperature
     choices: list[dict[str, Any]]  # one per rank prompt: source, slot, reply, option, method, text
     answer: str | None  # the A2C answer: the most chosen option
@@ -221,7 +221,9 @@ def probe_results(asked: Sequence[tuple[str, str]], choices: Sequence[Choice], j
                                      judged.matrix, judged.scores.cons_sem, judged.scores.entropy,
                                      judged.scores.clusters)
         answered = sum(g.source == "paraphrase" for g in choice.generations)
-        results.append(ProbeResult(qid, question, techniques - answered, sets,
+        failed = [p.model_dump(include={"technique", "text", "problem"})
+                  for p in choice.paraphrases if not p.ok]
+        results.append(ProbeResult(qid, question, techniques - answered, failed, sets,
                                    [c.model_dump(include=CHOICE_FIELDS) for c in choice.choices],
                                    choice.answer,
                                    {method: {source: pick.model_dump(include=PICK_FIELDS)
@@ -238,7 +240,11 @@ def _print(result: ProbeResult, judge_name: str) -> None:
             print(f"  {label}  asked: {asked}\n       answer: {text}")
     if result.paraphrases_failed:
         print(f"  ({plural(result.paraphrases_failed, 'paraphrase')} failed their checks and are left out, "
-              "as in `a2c run`)")
+              "as in `a2c run`:)")
+        dim, plain = ("\x1b[2m", "\x1b[0m") if sys.stdout.isatty() else ("", "")
+        for failed in result.failed_paraphrases:
+            print(f"{dim}  ✗ {failed['technique']}: {printable(failed['text'] or '') or '(empty)'}"
+                  f"  [{failed['problem']}]{plain}")
     for name, source in zip(("paraphrases", "temperatures"), result.sets.values(), strict=True):
         if not source.labels:  # every paraphrase failed its checks: no answers, so no matrix to print
             print(f"\n{judge_name} agreement matrix ({name}): none, no {name[:-1]} was answered")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from a2c.cli.argtypes import finite_number, whole_number
+from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
 from a2c.errors import A2CError
 from a2c.untrusted import is_blank
 
@@ -27,8 +27,6 @@ UPSTREAM_KEY_FROM_FILE = "A2C_SERVE_UPSTREAM_KEY"  # where a key read from --ups
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from a2c.llm.backends import BACKENDS
-
     parser = subparsers.add_parser(
         "serve", help="serve Ask-to-Choose as an OpenAI-compatible API in front of a model server",
         description="Answer OpenAI chat/completions requests by Ask-to-Choose over an upstream model: the "
@@ -46,8 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "served round-robin)")
     model.add_argument("--model", help="model name: the upstream's served name, or the in-process model "
                        "(default: the embedded SmolLM2-135M-Instruct)")
-    model.add_argument("--backend", choices=BACKENDS.names(),
-                       help="in-process backend instead of an upstream (default: openai with --upstream)")
+    model.add_argument("--backend", choices=RegistryNames("a2c.llm.backends:BACKENDS"), metavar="BACKEND",
+                       help="in-process backend instead of an upstream: %(choices)s (default: openai with "
+                       "--upstream)")
     model.add_argument("--upstream-key-env", metavar="NAME",
                        help="environment variable holding the upstream's API key (default OPENAI_API_KEY)")
     model.add_argument("--upstream-key-file", type=Path, metavar="PATH",

@@ -6,18 +6,45 @@ YAML. What a judge accepts is its class's `Options` model (a `JudgeOptions`), ch
 configs, presets and Python.
 """
 
-from a2c.hub import ModelNotFoundError
-from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
-from a2c.judges.hf import LabelError, PromptError, TruncationWarning
-from a2c.judges.presets import (
-    JudgePreset,
-    JudgeSpec,
-    OptionError,
-    PresetError,
-    build_judge,
-    load_preset,
-    validate_options,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from a2c.hub import ModelNotFoundError
+    from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
+    from a2c.judges.hf import LabelError, PromptError, TruncationWarning
+    from a2c.judges.presets import (
+        JudgePreset,
+        JudgeSpec,
+        OptionError,
+        PresetError,
+        build_judge,
+        load_preset,
+        validate_options,
+    )
+
+# module → the public names it defines, imported on first use (as `a2c.metrics` does): a config check that
+# names `JudgeSpec` does not load the transformers judges' module, nor numpy with it
+_MODULES: dict[str, tuple[str, ...]] = {
+    "a2c.hub": ("ModelNotFoundError",),
+    "a2c.judges.base": ("JUDGES", "Judge", "JudgeError", "JudgeOptions", "JudgeStats", "Pair",
+                        "PairwiseJudge"),
+    "a2c.judges.hf": ("LabelError", "PromptError", "TruncationWarning"),
+    "a2c.judges.presets": ("JudgePreset", "JudgeSpec", "OptionError", "PresetError", "build_judge",
+                           "load_preset", "validate_options"),
+}
+_HOMES = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'a2c.judges' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
 
 __all__ = [
     "JUDGES",

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, runtime_checkable
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from a2c.cache import DEFAULT_CACHE_PATH, Cache, NoCache, damaged_cache, make_key, open_cache
@@ -23,6 +22,9 @@ from a2c.devices import Device
 from a2c.errors import A2CError
 from a2c.registry import Registry
 from a2c.text import normalize
+
+if TYPE_CHECKING:  # numpy loads when a judge scores, not when a config naming judges is read
+    import numpy as np
 
 CACHE_NAMESPACE = "judge"
 
@@ -188,6 +190,8 @@ class PairwiseJudge:
 
     def matrices(self, questions: Sequence[str], outputs_per_question: Sequence[Sequence[str]]
                  ) -> list[np.ndarray]:
+        import numpy as np
+
         if isinstance(questions, str):
             raise JudgeError("questions must be a list of texts, not a single string")
         if len(questions) != len(outputs_per_question):
@@ -223,6 +227,8 @@ class PairwiseJudge:
         return result
 
     def _lookup_or_score(self, pairs: list[Pair]) -> np.ndarray:
+        import numpy as np
+
         scores = np.empty(len(pairs), dtype=np.float64)
         self.stats = JudgeStats()
         if not pairs:
@@ -254,6 +260,8 @@ class PairwiseJudge:
         return scores
 
     def equivalent(self, matrix: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         m = np.asarray(matrix, dtype=np.float64)
         if m.ndim != 2 or m.shape[0] != m.shape[1]:
             raise JudgeError(f"expected a square matrix, got shape {m.shape}")

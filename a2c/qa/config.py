@@ -23,7 +23,7 @@ from a2c.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
-from a2c.qa.rows import DEFAULT_IDK_TEXT
+from a2c.qa.idk import DEFAULT_IDK_TEXT
 
 
 class DatasetConfig(StrictModel):
@@ -140,7 +140,7 @@ class AccuracyConfig(StrictModel):
     # answer-vs-reference similarities (SPEC §4), each a name or {name, options}: rouge1 (R1-A), rouge2,
     # rougeL, bleu, bleurt, and embedding (the offline stand-in for BLEURT)
     similarities: list[SimilarityConfig] = Field(
-        default_factory=lambda: [SimilarityConfig(name="rouge1"), SimilarityConfig(name="embedding")],
+        default_factory=lambda: [SimilarityConfig.default("rouge1"), SimilarityConfig.default("embedding")],
         min_length=1)
 
     @field_validator("similarities", mode="before")
@@ -184,13 +184,13 @@ class ExperimentConfig(RunConfig):
     task: Literal["qa"] = "qa"
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variation: VariationConfig = Field(default_factory=VariationConfig)
-    judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec(name="embedding")], min_length=1)
+    judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec.default("embedding")], min_length=1)
     entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
     accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
     a2c: A2CConfig = Field(default_factory=A2CConfig)
     # how one answer per question and source is picked, each a name or {name, <options>}: a2c (the default:
     # the majority of the rank choices), usc, medoid, majority_cluster; `random` is always reported
-    selection: list[SelectionConfig] = Field(default_factory=lambda: [SelectionConfig(name="a2c")])
+    selection: list[SelectionConfig] = Field(default_factory=lambda: [SelectionConfig.default("a2c")])
 
     @field_validator("judges", mode="before")
     @classmethod

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from a2c.llm.base import GenerationRequest, Generator
 from a2c.paraphrase import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
 from a2c.prompts import load_template
-from a2c.qa.rows import DEFAULT_IDK_TEXT, ChoiceRow, ParseMethod, Source
+from a2c.qa.idk import DEFAULT_IDK_TEXT
+from a2c.qa.rows import ChoiceRow, ParseMethod, Source
 from a2c.seeds import stable_seed
 from a2c.text import normalize
 

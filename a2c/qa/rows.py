@@ -21,8 +21,6 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 ParseMethod = Literal["number", "letter", "text", "idk", "unparsed"]  # how a rank reply was read
 PARSE_METHODS: tuple[ParseMethod, ...] = get_args(ParseMethod)
 AnswerField = Literal["short", "long"]
-# the rank prompt's last option (`a2c.idk_text`), in the paper's Listing 1 wording
-DEFAULT_IDK_TEXT = "Don't know the correct answer"
 
 
 @dataclass(frozen=True)

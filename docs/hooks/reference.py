@@ -83,8 +83,10 @@ def _argument_rows(parser: argparse.ArgumentParser) -> Iterator[str]:
         default = action.default
         quiet = default in (None, False, argparse.SUPPRESS) or not action.option_strings
         shown = "" if quiet else f"`{default}`"
-        help_text = (action.help or "") % {"default": default, "prog": parser.prog} if action.help else ""
-        choices = f" One of: {', '.join(map(str, action.choices))}." if action.choices else ""
+        listed = ", ".join(map(str, action.choices)) if action.choices else ""
+        help_text = action.help % {"default": default, "prog": parser.prog, "choices": listed} \
+            if action.help else ""
+        choices = f" One of: {listed}." if listed and "%(choices)" not in (action.help or "") else ""
         yield f"| {names} | {shown} | {_cell(help_text)}{_cell(choices)} |"
 
 
@@ -275,7 +277,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     from a2c.qa.selection import SELECTION_METHODS
     from a2c.tasks import TASKS
 
-    yield ("Tasks (`task:`)", "a2c.tasks.TASKS",
+    yield ("Tasks (`task:`)", "a2c.tasks.TASKS`, `a2c.tasks.TASK_CONFIGS",
            [(n, f"config model `{t.config.__name__}`") for n, t in TASKS.items()])
     yield ("Generation backends (`generator.backend:`)",
            "a2c.llm.backends.BACKENDS`, `a2c.llm.config.GENERATOR_CONFIGS",

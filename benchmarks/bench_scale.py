@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the synthetic ru
 
 def _usage() -> dict[str, float]:
     u = resource.getrusage(resource.RUSAGE_SELF)
-    return {"cpu": u.ru_utime + u.ru_stime, "sys": u.ru_stime, "minflt": u.ru_minflt}
+    return {"cpu": u.ru_utime + u.ru_stime, "sys": u.ru_stime, "minflt": u.ru_minflt,
+            "peak_mb": u.ru_maxrss / 1024}
 
 
 def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
@@ -133,6 +134,8 @@ def report(results: list[dict[str, Any]]) -> str:
     lines += [_row(name, [f"{s:.1f}/{f / 1e3:.0f}k" for s, f in zip(per_stage(name, "sys"),
                                                                     per_stage(name, "minflt"), strict=True)])
               for name in names]
+    lines += ["", "peak RSS growth (MB) per stage", head]
+    lines += [_row(name, [f"{v:.0f}" for v in per_stage(name, "peak_mb")]) for name in names]
     lines += ["", "whole child", head,
               _row("CPU s", [f"{m['cpu']:.1f}" for m in results]),
               _row("system s", [f"{m['sys']:.1f}" for m in results]),

@@ -98,11 +98,12 @@ class Store(ABC):
         """Write the rows as they come (a generator of rows is never held whole)."""
         self.write_stream(file.name, partial(append_rows, file, rows=rows))
 
-    def read_matrices(self, file: MatricesFile) -> MatrixSet:
+    def read_matrices(self, file: MatricesFile, items: set[str] | None = None) -> MatrixSet:
+        """The file's matrices; with `items`, only those of these item ids (the others are not inflated)."""
         where = self.where(file.name)
         try:
             with np.load(io.BytesIO(self.read_bytes(file.name)), allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
+                arrays = {k: data[k] for k in data.files if items is None or k.split("|", 2)[-1] in items}
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
             raise RunFileError(f"{where}: not an npz of matrices ({exc})") from None
         return MatrixSet.from_arrays(arrays, where, file.sets)

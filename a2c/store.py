@@ -159,22 +159,24 @@ class RunFolder(Store):
     def streams(self, *names: str) -> Iterator[list[BinaryIO]]:
         targets = [self.file(name) for name in names]
         tmps: list[str] = []
+        current = targets[0]  # the file an OSError is about: being opened or replaced, else the first
         try:
             with ExitStack() as stack:
                 handles = []
-                for target in targets:
-                    target.parent.mkdir(parents=True, exist_ok=True)
+                for current in targets:
+                    current.parent.mkdir(parents=True, exist_ok=True)
                     # not mkstemp: its files are 0600 whatever the umask, and a run's files are shared (a
                     # report to mail, a folder on a group server); none holds a secret (keys stay in the
                     # environment)
-                    tmps.append(f"{target.parent}/.{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+                    tmps.append(f"{current.parent}/.{current.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
                     fd = os.open(tmps[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                     handles.append(stack.enter_context(os.fdopen(fd, "wb", buffering=1 << 20)))
+                current = targets[0]
                 yield handles
-            for tmp, target in zip(tmps, targets, strict=True):
-                os.replace(tmp, target)
+            for tmp, current in zip(tmps, targets, strict=True):
+                os.replace(tmp, current)
         except OSError as exc:  # a full disk or a read-only folder: named here, where the file is known
-            fault = environment_fault(exc, targets[len(tmps) - 1] if tmps else targets[0])
+            fault = environment_fault(exc, current)
             if fault is None:
                 raise
             raise fault from None

@@ -9,7 +9,7 @@ or mistyped field is a `RunFileError` naming the file and line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -45,20 +45,28 @@ class RowsFile(RunFile, Generic[R]):
 
     row: type[R]
 
-    def dumps(self, rows: list[R]) -> str:
-        return "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows)
+    def dumps(self, rows: Iterable[R]) -> str:
+        return "".join(self.lines(rows))
+
+    def lines(self, rows: Iterable[R]) -> Iterator[str]:
+        """Each row as its line of the file, one at a time (a writer streams them to disk)."""
+        for r in rows:
+            yield json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n"
 
     def loads(self, text: str, where: str) -> list[R]:
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        return list(self.parse(text.splitlines(), where))
+
+    def parse(self, lines: Iterable[str], where: str) -> Iterator[R]:
+        """The rows of the file's lines, one at a time (blank lines skipped); a bad line is a
+        `RunFileError` naming `where` and its line number."""
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(self.row.model_validate_json(line))
+                yield self.row.model_validate_json(line)
             except ValidationError as exc:
                 problems = "; ".join(_problem(e) for e in exc.errors(include_url=False))
                 raise RunFileError(f"{where}:{number}: not a {self.row.__name__}: {problems}") from None
-        return rows
 
 
 def _problem(error: Mapping[str, Any]) -> str:

@@ -14,10 +14,12 @@ import json
 import os
 import zipfile
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -71,35 +73,67 @@ class Store(ABC):
     def write_json(self, name: str, data: Any) -> None:
         self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
+    @contextmanager
+    def streams(self, *names: str) -> Iterator[list[BinaryIO]]:
+        """Handles to write the files through, replaced together when the block ends without an error and
+        left as they were when it raises (a folder streams them to disk, so no file is held whole)."""
+        buffers = [io.BytesIO() for _ in names]
+        yield list(buffers)
+        for name, buffer in zip(names, buffers, strict=True):
+            self.write_bytes(name, buffer.getvalue())
+
+    def write_stream(self, name: str, write: Callable[[BinaryIO], object]) -> None:
+        """Replace the file with what `write` writes to the handle it is given."""
+        with self.streams(name) as (handle,):
+            write(handle)
+
     def read_rows(self, file: RowsFile[R]) -> list[R]:
-        return file.loads(self.read_text(file.name), self.where(file.name))
+        return list(self.iter_rows(file))
 
-    def write_rows(self, file: RowsFile[R], rows: Sequence[R]) -> None:
-        self.write_text(file.name, file.dumps(list(rows)))
+    def iter_rows(self, file: RowsFile[R]) -> Iterator[R]:
+        """The file's rows one at a time: a reader that keeps only what it needs of each holds no more."""
+        return file.parse(self.read_text(file.name).split("\n"), self.where(file.name))
 
-    def read_matrices(self, file: MatricesFile) -> MatrixSet:
+    def write_rows(self, file: RowsFile[R], rows: Iterable[R]) -> None:
+        """Write the rows as they come (a generator of rows is never held whole)."""
+        self.write_stream(file.name, partial(append_rows, file, rows=rows))
+
+    def read_matrices(self, file: MatricesFile, items: set[str] | None = None) -> MatrixSet:
+        """The file's matrices; with `items`, only those of these item ids (the others are not inflated)."""
         where = self.where(file.name)
         try:
             with np.load(io.BytesIO(self.read_bytes(file.name)), allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
+                arrays = {k: data[k] for k in data.files if items is None or k.split("|", 2)[-1] in items}
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
             raise RunFileError(f"{where}: not an npz of matrices ({exc})") from None
         return MatrixSet.from_arrays(arrays, where, file.sets)
 
     def write_matrices(self, file: MatricesFile, matrices: MatrixSet) -> None:
-        self.write_bytes(file.name, _npz_bytes(matrices.arrays()))
+        with self.matrix_writer(file) as write:
+            write(matrices)
+
+    @contextmanager
+    def matrix_writer(self, file: MatricesFile) -> Iterator[Callable[[MatrixSet], None]]:
+        """A function that adds matrices to the npz as they are made (a chunk of questions at a time), so
+        a large run's matrices are never all in memory; the file is replaced when the block ends."""
+        with self.streams(file.name) as (handle,), \
+                zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+            yield lambda matrices: _add_to_npz(archive, matrices.arrays())
 
 
-def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+def append_rows(file: RowsFile[R], handle: BinaryIO, rows: Iterable[R]) -> None:
+    """Write `rows` as lines of `file` to an open handle (of `Store.streams`)."""
+    for line in file.lines(rows):
+        handle.write(line.encode("utf-8"))
+
+
+def _add_to_npz(archive: zipfile.ZipFile, arrays: Mapping[str, np.ndarray]) -> None:
     """What `np.savez_compressed` writes, but with fixed timestamps: the same matrices give the same bytes."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, array in arrays.items():
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            with archive.open(info, "w", force_zip64=True) as handle:
-                np.lib.format.write_array(handle, np.asanyarray(array), allow_pickle=False)
-    return buffer.getvalue()
+    for name, array in arrays.items():
+        info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with archive.open(info, "w", force_zip64=True) as handle:
+            np.lib.format.write_array(handle, np.asanyarray(array), allow_pickle=False)
 
 
 @dataclass
@@ -119,25 +153,62 @@ class RunFolder(Store):
             raise RunFileError(f"{self.file(name)}: missing") from None
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        target = self.file(name)
+        self.write_stream(name, lambda handle: handle.write(data))
+
+    @contextmanager
+    def streams(self, *names: str) -> Iterator[list[BinaryIO]]:
+        targets = [self.file(name) for name in names]
+        tmps: list[str] = []
+        current = targets[0]  # the file an OSError is about: being opened or replaced, else the first
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # not mkstemp: its files are 0600 whatever the umask, and a run's files are shared (a report to
-            # mail, a folder on a group server); none holds a secret (keys stay in the environment)
-            tmp = str(target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                os.replace(tmp, target)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            with ExitStack() as stack:
+                handles = []
+                for current in targets:
+                    current.parent.mkdir(parents=True, exist_ok=True)
+                    # not mkstemp: its files are 0600 whatever the umask, and a run's files are shared (a
+                    # report to mail, a folder on a group server); none holds a secret (keys stay in the
+                    # environment)
+                    tmps.append(f"{current.parent}/.{current.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+                    fd = os.open(tmps[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                    handles.append(stack.enter_context(os.fdopen(fd, "wb", buffering=1 << 20)))
+                current = targets[0]
+                yield handles
+            for tmp, current in zip(tmps, targets, strict=True):
+                os.replace(tmp, current)
         except OSError as exc:  # a full disk or a read-only folder: named here, where the file is known
-            fault = environment_fault(exc, target)
+            fault = environment_fault(exc, current)
             if fault is None:
                 raise
             raise fault from None
+        finally:
+            for tmp in tmps:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+
+    def digest(self, name: str) -> str | None:
+        """sha256 of the file, read in blocks (a large file is never held whole)."""
+        try:
+            with self.file(name).open("rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def iter_rows(self, file: RowsFile[R]) -> Iterator[R]:
+        return file.parse(self._lines(file.name), self.where(file.name))
+
+    def _lines(self, name: str) -> Iterator[str]:
+        """The file's lines as text, read as they are parsed; bytes that are not UTF-8 are a
+        `RunFileError` naming the line."""
+        try:
+            handle = self.file(name).open("rb")
+        except FileNotFoundError:
+            raise RunFileError(f"{self.file(name)}: missing") from None
+        with handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    yield line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise RunFileError(f"{self.file(name)}:{number}: not UTF-8 ({exc.reason})") from None
 
     def exists(self, name: str) -> bool:
         return self.file(name).is_file()

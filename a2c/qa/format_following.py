@@ -13,7 +13,9 @@ does, so a run measures it per source from its rank replies (`choices.jsonl`) an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
@@ -53,37 +55,56 @@ class FormatFollowing(BaseModel):
         return self.picked[position] / self.expected[position]
 
 
-def format_following(choices: Sequence[ChoiceRow], generations: Sequence[GenerationRow],
+@dataclass
+class _Tally:
+    """One source's replies counted as they stream by: sums per option position, no list of replies."""
+
+    replies: int = 0
+    named_option: int = 0
+    named_idk: int = 0
+    unparsed: int = 0
+    positioned: int = 0
+    picks: Counter[int] = field(default_factory=Counter)  # option position → replies that picked it
+    shares: list[float] = field(default_factory=list)  # position → summed candidate share there
+
+    def add(self, choice: ChoiceRow, pool: list[str]) -> None:
+        self.replies += 1
+        self.named_option += choice.parsed and not choice.dont_know
+        self.named_idk += choice.dont_know
+        self.unparsed += not choice.parsed
+        if choice.option is None or choice.dont_know or len(choice.options) < 2 or not pool:
+            return
+        self.positioned += 1
+        self.picks[choice.option] += 1
+        for k, option in enumerate(choice.options):
+            share = sum(c == normalize(option) for c in pool) / len(pool)
+            if k < len(self.shares):
+                self.shares[k] += share
+            else:
+                self.shares.append(0 + share)
+
+    def result(self) -> FormatFollowing:
+        width = len(self.shares)
+        n = self.positioned
+        return FormatFollowing(
+            replies=self.replies, named_option=self.named_option, named_idk=self.named_idk,
+            unparsed=self.unparsed, positioned=n,
+            picked=[self.picks[k] / n for k in range(width)] if n else [],
+            expected=[self.shares[k] / n for k in range(width)])
+
+
+def format_following(choices: Iterable[ChoiceRow], generations: Iterable[GenerationRow],
                      answer_field: AnswerField) -> dict[Source, FormatFollowing]:
-    """Format-following per source of the rank replies (empty without A2C)."""
+    """Format-following per source of the rank replies (empty without A2C), in one pass over each file."""
     candidates: dict[tuple[str, Source], list[str]] = {}
     for g in generations:
         key = normalize(g.answer(answer_field))
         if key:
             candidates.setdefault((g.id, g.source), []).append(key)
-    result = {}
-    for source in SOURCES:
-        mine = [c for c in choices if c.source == source]
-        if not mine:
-            continue
-        picks: list[int] = []
-        shares: list[list[float]] = []
-        for c in mine:
-            if c.option is None or c.dont_know or len(c.options) < 2:
-                continue
-            pool = candidates.get((c.id, source), [])
-            if not pool:
-                continue
-            picks.append(c.option)
-            shares.append([sum(k == normalize(o) for k in pool) / len(pool) for o in c.options])
-        width = max((len(s) for s in shares), default=0)
-        picked = [sum(p == k for p in picks) / len(picks) for k in range(width)] if picks else []
-        expected = [sum(s[k] for s in shares if k < len(s)) / len(shares) for k in range(width)]
-        result[source] = FormatFollowing(
-            replies=len(mine), named_option=sum(c.parsed and not c.dont_know for c in mine),
-            named_idk=sum(c.dont_know for c in mine), unparsed=sum(not c.parsed for c in mine),
-            positioned=len(picks), picked=picked, expected=expected)
-    return result
+    tallies: dict[Source, _Tally] = {}
+    for c in choices:
+        tallies.setdefault(c.source, _Tally()).add(c, candidates.get((c.id, c.source), []))
+    return {source: tallies[source].result() for source in SOURCES if source in tallies}
 
 
 def _position(ff: FormatFollowing, first: int, last: int | None = None) -> str:

@@ -9,11 +9,12 @@ decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
+from itertools import islice
 
 import numpy as np
-from tqdm import tqdm
 
 from a2c.data import QARecord
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
@@ -45,7 +46,6 @@ from a2c.qa.rows import (
     ParaphraseRow,
     Phase,
     Question,
-    SelectionRow,
     SelectionScoreRow,
     Source,
     UncertaintyRow,
@@ -58,7 +58,7 @@ from a2c.qa.variation import AnswerTask, answer, temperature_tasks
 from a2c.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.seeds import stable_seed
 from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice, json_digest
-from a2c.store import Store
+from a2c.store import Store, append_rows
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts
 
@@ -184,24 +184,29 @@ def _a2c_enabled(config: ExperimentConfig) -> bool:
 
 def run_variation(ctx: QAContext, stats: StageStats) -> None:
     """In-context paraphrases of every question, one per technique (AuxLLM)."""
+    ctx.store.write_rows(PARAPHRASES, _paraphrase_rows(ctx))
+
+
+def _paraphrase_rows(ctx: QAContext) -> Iterator[ParaphraseRow]:
     techniques = ctx.config.variation.resolved_techniques()
-    rows = []
     for chunk in ctx.chunks("paraphrases", ctx.questions):
         paraphrases = paraphrase_questions(ctx.aux, [q.question for q in chunk], techniques,
                                            seed=ctx.config.seed,
                                            max_tokens=ctx.config.variation.paraphrase_max_tokens,
                                            references=[ctx.records[q.id].references if q.id in ctx.records
                                                        else () for q in chunk])
-        rows += [ParaphraseRow(id=q.id, question=q.question, paraphrases=[
+        yield from (ParaphraseRow(id=q.id, question=q.question, paraphrases=[
             ParaphraseItem(technique=p.technique, text=p.text, ok=p.ok, problem=p.problem)
-            for p in per_question]) for q, per_question in zip(chunk, paraphrases, strict=True)]
-    ctx.store.write_rows(PARAPHRASES, rows)
+            for p in per_question]) for q, per_question in zip(chunk, paraphrases, strict=True))
 
 
 def run_answers(ctx: QAContext, stats: StageStats) -> None:
     """Answers to the paraphrased questions (Y_c) and to q at every temperature (Y_t): long and short."""
+    ctx.store.write_rows(GENERATIONS, _answer_rows(ctx))
+
+
+def _answer_rows(ctx: QAContext) -> Iterator[GenerationRow]:
     var, seed = ctx.config.variation, ctx.config.seed
-    rows: list[GenerationRow] = []
     for chunk in ctx.chunks("answers", ctx.store.read_rows(PARAPHRASES)):
         tasks: list[AnswerTask] = []
         slots: list[tuple[str, Source, int, str | None]] = []  # id, source, slot, technique per task
@@ -219,17 +224,17 @@ def run_answers(ctx: QAContext, stats: StageStats) -> None:
             slots += [(q.id, "temperature", slot, None) for slot in range(len(samples))]
         answers = answer(ctx.generator, tasks, long_max_tokens=var.long_max_tokens,
                          short_max_tokens=var.short_max_tokens)
-        rows += [GenerationRow(id=qid, source=source, slot=slot, technique=technique,
-                               temperature=task.temperature, asked=task.question, long=a.long, short=a.short)
-                 for (qid, source, slot, technique), task, a in zip(slots, tasks, answers, strict=True)]
-    ctx.store.write_rows(GENERATIONS, rows)
+        yield from (GenerationRow(id=qid, source=source, slot=slot, technique=technique,
+                                  temperature=task.temperature, asked=task.question, long=a.long,
+                                  short=a.short)
+                    for (qid, source, slot, technique), task, a in zip(slots, tasks, answers, strict=True))
 
 
 def _empty_sets(ctx: QAContext) -> Sets:
     return {q.id: {s: [] for s in SOURCES} for q in ctx.questions}
 
 
-def _before_sets(ctx: QAContext, generations: list[GenerationRow]) -> Sets:
+def _before_sets(ctx: QAContext, generations: Iterable[GenerationRow]) -> Sets:
     """Y_c and Y_t per question, as texts of the configured answer field."""
     sets = _empty_sets(ctx)
     for row in generations:
@@ -240,29 +245,31 @@ def _before_sets(ctx: QAContext, generations: list[GenerationRow]) -> Sets:
 def _after_sets(ctx: QAContext) -> Sets:
     """Ŷ_c and Ŷ_t: the parsed choices only (unparsed replies are counted, not guessed)."""
     sets = _empty_sets(ctx)
-    for row in ctx.store.read_rows(CHOICES):
+    for row in ctx.store.iter_rows(CHOICES):
         if row.text is not None:
             sets[row.id][row.source].append(row.text)
     return sets
 
 
 def _phase_sets(ctx: QAContext, phase: Phase) -> Sets:
-    return _before_sets(ctx, ctx.store.read_rows(GENERATIONS)) if phase == "before" else _after_sets(ctx)
+    return _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)) if phase == "before" else _after_sets(ctx)
 
 
 def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:
     """Every judge over every set of the dataset in one batched pass per judge."""
     sets = _phase_sets(ctx, phase)
-    keys = [(q, s) for q in ctx.questions for s in SOURCES]
-    matrices: dict[MatrixKey, np.ndarray] = {}
     judges = ctx.judges()
-    for name, judge in tqdm(judges.items(), desc=f"judges ({phase})", unit="judge", disable=not ctx.progress):
-        per_set = judge.matrices([q.question for q, _ in keys], [sets[q.id][s] for q, s in keys])
-        stats.judge_pairs_scored += judge.stats.scored
-        stats.judge_pairs_cached += judge.stats.cached
-        for (q, s), m in zip(keys, per_set, strict=True):
-            matrices[(name, s, q.id)] = m
-    ctx.store.write_matrices(MATRICES[phase], MatrixSet(matrices))
+    with ctx.store.matrix_writer(MATRICES[phase]) as write:
+        for chunk in ctx.chunks(f"judges ({phase})", ctx.questions):
+            keys = [(q, s) for q in chunk for s in SOURCES]
+            matrices: dict[MatrixKey, np.ndarray] = {}
+            for name, judge in judges.items():
+                per_set = judge.matrices([q.question for q, _ in keys], [sets[q.id][s] for q, s in keys])
+                stats.judge_pairs_scored += judge.stats.scored
+                stats.judge_pairs_cached += judge.stats.cached
+                for (q, s), m in zip(keys, per_set, strict=True):
+                    matrices[(name, s, q.id)] = m
+            write(MatrixSet(matrices))
 
 
 def run_judges_before(ctx: QAContext, stats: StageStats) -> None:
@@ -275,14 +282,17 @@ def run_judges_after(ctx: QAContext, stats: StageStats) -> None:
 
 def run_a2c(ctx: QAContext, stats: StageStats) -> None:
     """Algorithm 1 steps 3-5: fresh paraphrases, rank prompts over Y_c and Y_t, parsed choices."""
-    generations = ctx.store.read_rows(GENERATIONS)
-    sets = _before_sets(ctx, generations)
+    ctx.store.write_rows(CHOICES, _choice_rows(ctx))
+
+
+def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
+    sets = _empty_sets(ctx)
     temperatures: dict[str, list[float]] = {q.id: [] for q in ctx.questions}
-    for row in generations:
+    for row in ctx.store.iter_rows(GENERATIONS):
+        sets[row.id][row.source].append(row.answer(ctx.config.variation.answer_field))
         if row.source == "temperature":
             temperatures[row.id].append(row.temperature)
     cfg = ctx.config
-    rows = []
     for chunk in ctx.chunks("ask-to-choose", ctx.questions):
         choices = ask_to_choose(
             ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
@@ -291,8 +301,7 @@ def run_a2c(ctx: QAContext, stats: StageStats) -> None:
             seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.a2c.rank_temperature,
             max_tokens=cfg.a2c.max_tokens, paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
             idk_text=cfg.a2c.idk_text)
-        rows += [c.row(q.id) for q, per_question in zip(chunk, choices, strict=True) for c in per_question]
-    ctx.store.write_rows(CHOICES, rows)
+        yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True) for c in per_question)
 
 
 def run_selection(ctx: QAContext, stats: StageStats) -> None:
@@ -302,36 +311,13 @@ def run_selection(ctx: QAContext, stats: StageStats) -> None:
     if ctx.config.a2c.enabled:
         for row in ctx.store.read_rows(CHOICES):
             choices.setdefault((row.id, row.source), []).append(row)
-    inputs = SelectionInputs(ctx.config, ctx.questions, _before_sets(ctx, ctx.store.read_rows(GENERATIONS)),
+    inputs = SelectionInputs(ctx.config, ctx.questions, _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)),
                              choices, cache(lambda: ctx.store.read_matrices(MATRICES["before"])),
                              lambda name: ctx.judges()[name], lambda: ctx.generator)
     ctx.store.write_rows(SELECTIONS, select(inputs, ctx.config.selection_methods))
 
 
-PickScores = dict[str, dict[int, TruthfulQAScores]]  # similarity → index of a pick → its scores
-CandidateScores = dict[str, dict[tuple[str, Source], list[TruthfulQAScores]]]  # similarity → set → scores
-
-
-def _selection_scores(ctx: QAContext, picks: list[SelectionRow], pick_scores: PickScores, before: Sets,
-                      candidate_scores: CandidateScores) -> list[SelectionScoreRow]:
-    """Each pick's accuracy per similarity (`pick_scores[sim][k]` of `picks[k]`), then `random`: the exact
-    expectation over the scores of the source's candidates (`before`)."""
-    sims = [spec.name for spec in ctx.config.accuracy.similarities]
-    rows = [SelectionScoreRow(id=pick.id, source=pick.source, method=pick.method,
-                              picked=pick.text is not None, unparsed=pick.unparsed, dont_know=pick.dont_know,
-                              calls=pick.calls,
-                              accuracy={sim: _accuracy(pick_scores[sim].get(k)) for sim in sims}
-                              if ctx.records[pick.id].has_references else {})
-            for k, pick in enumerate(picks)]
-    for q in ctx.questions:
-        referenced = ctx.records[q.id].has_references
-        for s in SOURCES:
-            rows.append(SelectionScoreRow(
-                id=q.id, source=s, method=RANDOM, picked=bool(before[q.id][s]), unparsed=False,
-                dont_know=None, calls=0,
-                accuracy={sim: _expected(candidate_scores[sim][(q.id, s)]) for sim in sims}
-                if referenced else {}))
-    return rows
+ExpectedAccuracy = dict[tuple[str, Source], dict[str, Accuracy | None]]  # (id, source) → similarity → mean
 
 
 def _accuracy(score: TruthfulQAScores | None) -> Accuracy | None:
@@ -346,61 +332,100 @@ def _expected(scores: list[TruthfulQAScores]) -> Accuracy | None:
                                     for name in Accuracy.model_fields})
 
 
+def _mean_accuracy(per_answer: list[TruthfulQAScores]) -> Accuracy | None:
+    if not per_answer:
+        return None
+    return Accuracy(max_true=float(np.mean([a.max_true for a in per_answer])),
+                    diff=float(np.mean([a.diff for a in per_answer])),
+                    acc=float(np.mean([a.acc for a in per_answer])))
+
+
+def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, list[TruthfulQAScores]]:
+    """Every similarity's scores of the answers against their records, one batched call each."""
+    return {spec.name: score_answers(spec.name, answers, refs, **spec.options)
+            for spec in ctx.config.accuracy.similarities}
+
+
+def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets, matrices: MatrixSet,
+                 expected: ExpectedAccuracy) -> tuple[list[MetricRow], list[UncertaintyRow]]:
+    """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also each set's
+    expected accuracy of a random pick (into `expected`)."""
+    judges = ctx.judges()
+    sims = [spec.name for spec in ctx.config.accuracy.similarities]
+    # questions without references have no accuracy: they are left out here, their rows get none
+    flat = [(q.id, s, k) for q in chunk if ctx.records[q.id].has_references
+            for s in SOURCES for k in range(len(sets[q.id][s]))]
+    found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat], [ctx.records[qid] for qid, _, _ in flat])
+    scores = {name: dict(zip(flat, values, strict=True)) for name, values in found.items()}
+    rows, uncertainty = [], []
+    for q in chunk:
+        referenced = ctx.records[q.id].has_references
+        for s in SOURCES:
+            texts = sets[q.id][s]
+            per_sim = {sim: [scores[sim][(q.id, s, k)] for k in range(len(texts))] for sim in sims} \
+                if referenced else {}
+            accurate = [a.acc == 1.0 for a in per_sim[sims[0]]] if referenced else None
+            per_judge = {}
+            for name, judge in judges.items():
+                m = matrices[(name, s, q.id)]
+                per_judge[name] = judge_scores(m, judge.equivalent(m), accurate)
+            accuracy = {sim: _mean_accuracy(values) for sim, values in per_sim.items()}
+            rows.append(MetricRow(id=q.id, source=s, phase=phase, n=len(texts),
+                                  n_accurate=None if accurate is None else sum(accurate),
+                                  cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
+            per_set, per_answer_values = set_measures({name: matrices[(name, s, q.id)] for name in judges},
+                                                      judges)
+            uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=phase, accurate=accurate,
+                                              sets=per_set, answers=per_answer_values))
+            if phase == "before" and referenced:
+                expected[(q.id, s)] = {sim: _expected(values) for sim, values in per_sim.items()}
+    return rows, uncertainty
+
+
+def _selection_scores(ctx: QAContext, before: Sets, expected: ExpectedAccuracy
+                      ) -> Iterator[SelectionScoreRow]:
+    """Each pick's accuracy per similarity, `chunk_size` questions' worth of picks at a time, then `random`:
+    the exact expectation over the scores of the source's candidates (`expected`)."""
+    sims = [spec.name for spec in ctx.config.accuracy.similarities]
+    batch = ctx.config.chunk_size * len(SOURCES) * len(ctx.config.selection_methods)
+    picks = ctx.store.iter_rows(SELECTIONS)
+    while part := list(islice(picks, batch)):
+        scored = [k for k, r in enumerate(part) if r.text is not None and ctx.records[r.id].has_references]
+        found = _scores(ctx, [part[k].text or "" for k in scored], [ctx.records[part[k].id] for k in scored])
+        pick_scores = {sim: dict(zip(scored, values, strict=True)) for sim, values in found.items()}
+        yield from (SelectionScoreRow(id=pick.id, source=pick.source, method=pick.method,
+                                      picked=pick.text is not None, unparsed=pick.unparsed,
+                                      dont_know=pick.dont_know, calls=pick.calls,
+                                      accuracy={sim: _accuracy(pick_scores[sim].get(k)) for sim in sims}
+                                      if ctx.records[pick.id].has_references else {})
+                    for k, pick in enumerate(part))
+    for q in ctx.questions:
+        referenced = ctx.records[q.id].has_references
+        for s in SOURCES:
+            yield SelectionScoreRow(id=q.id, source=s, method=RANDOM, picked=bool(before[q.id][s]),
+                                    unparsed=False, dont_know=None, calls=0,
+                                    accuracy=expected[(q.id, s)] if referenced else {})
+
+
 def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     """Per-question metrics for every (source, phase), the uncertainty measures of every set, the accuracy
-    of every selection method's picks, then dataset means (undefined values skipped)."""
+    of every selection method's picks, then dataset means (undefined values skipped). Chunk by chunk of
+    questions, each written as it is done: what is held for the whole run is the answer texts and one
+    expected accuracy per set."""
     phases = [p for p in PHASES if p == "before" or ctx.config.a2c.enabled]
-    sets = {p: _phase_sets(ctx, p) for p in phases}
-    matrices = {p: ctx.store.read_matrices(MATRICES[p]) for p in phases}
-    judges = ctx.judges()
-    specs = ctx.config.accuracy.similarities
-    # accuracy of every answer of the run and of every pick, one batched call per similarity
-    # questions without references have no accuracy: they are left out here, their rows get none
-    flat = [(p, q.id, s, k) for p in phases for q in ctx.questions if ctx.records[q.id].has_references
-            for s in SOURCES for k in range(len(sets[p][q.id][s]))]
-    picks = ctx.store.read_rows(SELECTIONS)
-    scored_picks = [k for k, r in enumerate(picks) if r.text is not None and ctx.records[r.id].has_references]
-    answers = [sets[p][qid][s][k] for p, qid, s, k in flat] + [picks[k].text or "" for k in scored_picks]
-    refs = [ctx.records[qid] for _, qid, _, _ in flat] + [ctx.records[picks[k].id] for k in scored_picks]
-    scored = {spec.name: score_answers(spec.name, answers, refs, **spec.options) for spec in specs}
-    scores = {name: dict(zip(flat, found[:len(flat)], strict=True)) for name, found in scored.items()}
-    pick_scores = {name: dict(zip(scored_picks, found[len(flat):], strict=True))
-                   for name, found in scored.items()}
-    primary = specs[0].name
-    rows, uncertainty = [], []
-    for p in phases:
-        for q in ctx.questions:
-            for s in SOURCES:
-                texts = sets[p][q.id][s]
-                referenced = ctx.records[q.id].has_references
-                accurate = [scores[primary][(p, q.id, s, k)].acc == 1.0 for k in range(len(texts))] \
-                    if referenced else None
-                per_judge = {}
-                for name, judge in judges.items():
-                    m = matrices[p][(name, s, q.id)]
-                    per_judge[name] = judge_scores(m, judge.equivalent(m), accurate)
-                accuracy: dict[str, Accuracy | None] = {}
-                for spec in specs if referenced else ():
-                    per_answer = [scores[spec.name][(p, q.id, s, k)] for k in range(len(texts))]
-                    accuracy[spec.name] = Accuracy(
-                        max_true=float(np.mean([a.max_true for a in per_answer])),
-                        diff=float(np.mean([a.diff for a in per_answer])),
-                        acc=float(np.mean([a.acc for a in per_answer]))) if per_answer else None
-                rows.append(MetricRow(id=q.id, source=s, phase=p, n=len(texts),
-                                      n_accurate=None if accurate is None else sum(accurate),
-                                      cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
-                per_set, per_answer_values = set_measures(
-                    {name: matrices[p][(name, s, q.id)] for name in judges}, judges)
-                uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=p, accurate=accurate,
-                                                  sets=per_set, answers=per_answer_values))
-    ctx.store.write_rows(METRICS, rows)
-    ctx.store.write_rows(UNCERTAINTY, uncertainty)
-    candidates = {spec.name: {(q.id, s): [scores[spec.name][("before", q.id, s, k)]
-                                          for k in range(len(sets["before"][q.id][s]))]
-                              for q in ctx.questions if ctx.records[q.id].has_references for s in SOURCES}
-                  for spec in specs}
-    ctx.store.write_rows(SELECTION_SCORES,
-                         _selection_scores(ctx, picks, pick_scores, sets["before"], candidates))
+    expected: ExpectedAccuracy = {}
+    before = _phase_sets(ctx, "before")
+    with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
+        for p in phases:
+            sets = before if p == "before" else _phase_sets(ctx, p)
+            matrices = ctx.store.read_matrices(MATRICES[p])
+            for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
+                rows, uncertainty = _metric_rows(ctx, p, chunk, sets, matrices, expected)
+                append_rows(METRICS, metrics_out, rows)
+                append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
+            del sets, matrices
+    ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, before, expected))
+    del before, expected
     summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))
     ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 

@@ -7,7 +7,7 @@ version) is refused with one line naming the command that recomputes it from the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from functools import partial
 from typing import Final, Literal, cast
@@ -34,6 +34,7 @@ from a2c.qa.rows import (
     SOURCES,
     UNCERTAINTY,
     Accuracy,
+    ChoiceRow,
     MetricRow,
     ParseMethod,
     Phase,
@@ -243,11 +244,8 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     sims = [spec.name for spec in config.accuracy.similarities]
     entropy_judge = config.entropy_judge_name
     model = config.generator.model
-    choices = store.read_rows(CHOICES) if store.exists(CHOICES.name) else None
-    per_source = {source: SourceCounts(rank_prompts=len(mine), unparsed=sum(not c.parsed for c in mine),
-                                       idk=sum(c.dont_know for c in mine))
-                  for source in SOURCES if choices is not None
-                  for mine in [[c for c in choices if c.source == source]]}
+    has_choices = store.exists(CHOICES.name)
+    per_source, parse_methods = _choice_counts(store.iter_rows(CHOICES)) if has_choices else ({}, {})
     groups: list[GroupSummary] = []
     for source in SOURCES:
         for phase in PHASES:
@@ -275,30 +273,46 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                 idk_share=idk_share))
     counts = Counts(questions=len({r.id for r in rows}),
                     questions_with_references=len({r.id for r in rows if r.referenced}),
-                    choices=per_source,
-                    parse_methods={m: sum(c.method == m for c in choices) for m in PARSE_METHODS}
-                    if choices is not None else {},
+                    choices=per_source, parse_methods=parse_methods,
                     prompts_cut_to_fit_context=prompts_cut)
     if store.exists(PARAPHRASES.name):
-        paraphrases = store.read_rows(PARAPHRASES)
-        counts = counts.model_copy(update={
-            "paraphrases": sum(len(p.paraphrases) for p in paraphrases),
-            "paraphrases_failed": sum(not x.ok for p in paraphrases for x in p.paraphrases)})
+        made = failed = 0
+        for p in store.iter_rows(PARAPHRASES):
+            made += len(p.paraphrases)
+            failed += sum(not x.ok for x in p.paraphrases)
+        counts = counts.model_copy(update={"paraphrases": made, "paraphrases_failed": failed})
     uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
     signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **asdict(result))
                    for (name, source, phase, level), result in
                    consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed).items()]
     scores = store.read_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name) else []
     # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
-    generations = store.read_rows(GENERATIONS) if store.exists(GENERATIONS.name) else []
+    generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
     labels = {name: SELECTION_METHODS.get(name).label for name in {r.method for r in scores}
               if name in SELECTION_METHODS}
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
                      before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed),
                      selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed,
-                     format_following=format_following(choices, generations, config.variation.answer_field)
-                     if choices else {})
+                     format_following=format_following(store.iter_rows(CHOICES), generations,
+                                                       config.variation.answer_field)
+                     if has_choices else {})
+
+
+def _choice_counts(choices: Iterable[ChoiceRow]) -> tuple[dict[Source, SourceCounts], dict[ParseMethod, int]]:
+    """Rank prompts, unparsed and "don't know" replies per source, and how each reply was parsed, counted
+    in one pass over the choices."""
+    per_source: dict[Source, list[int]] = {source: [0, 0, 0] for source in SOURCES}
+    methods = dict.fromkeys(PARSE_METHODS, 0)
+    for c in choices:
+        counted = per_source[c.source]
+        counted[0] += 1
+        counted[1] += not c.parsed
+        counted[2] += c.dont_know
+        if c.method in methods:
+            methods[c.method] += 1
+    return ({source: SourceCounts(rank_prompts=n, unparsed=unparsed, idk=idk)
+             for source, (n, unparsed, idk) in per_source.items()}, methods)
 
 
 # -- paired intervals over questions ----------------------------------------------------------------------

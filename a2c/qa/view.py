@@ -48,6 +48,9 @@ from a2c.store import Store
 from a2c.text import normalize
 from a2c.viewdata import Cell, Column, Heatmap, ItemView, Section, TableBlock, Text, cell_text, flatten
 
+# the most questions a view shows: a page each, inlined in one HTML file that a browser must still open
+MAX_QUESTIONS = 2000
+
 PREFIX: dict[Source, str] = {"paraphrase": "P", "temperature": "T"}  # answer labels: P1 = paraphrase 1
 Scores = dict[str, dict[tuple[str, str], TruthfulQAScores]]  # similarity → (question id, answer) → scores
 
@@ -61,8 +64,19 @@ def _similarity(name: str) -> str:
     return similarity_label(name).split(" ")[0]
 
 
-def _rows(store: Store, file: RowsFile[R]) -> list[R]:
-    return store.read_rows(file) if store.exists(file.name) else []
+def _rows(store: Store, file: RowsFile[R], shown: set[str]) -> list[R]:
+    """The file's rows of the questions shown (read as they stream by: the others are never held)."""
+    rows = store.iter_rows(file) if store.exists(file.name) else iter(())
+    return [r for r in rows if getattr(r, "id", None) in shown]
+
+
+def shown_questions(ids: Sequence[str], most: int) -> list[str]:
+    """Every question, or for a run of more than `most` an evenly spaced sample of `most` of them (the
+    first is always in): a page per question of a very large run would make an HTML file no browser
+    opens, and the run's report covers all of them anyway."""
+    if len(ids) <= most:
+        return list(ids)
+    return [ids[k * len(ids) // most] for k in range(most)]
 
 
 class _HasId(Protocol):
@@ -133,17 +147,23 @@ def answer_scores(config: ExperimentConfig, records: dict[str, QARecord],
 def qa_view(store: Store, config: ExperimentConfig, records: list[QARecord] | None) -> ItemView:
     """The list and pages of a QA run; `records` None (the dataset cannot be read now) leaves out the
     references and per-answer accuracy, and says so."""
-    metrics = _by_id(store.read_rows(METRICS))
-    by_id = {r.id: r for r in records or []}
-    generations, choices = _by_id(_rows(store, GENERATIONS)), _by_id(_rows(store, CHOICES))
-    run = _Run(config, by_id, metrics, {p.id: p for p in _rows(store, PARAPHRASES)}, generations, choices,
-               {phase: store.read_matrices(MATRICES[phase]) for phase in PHASES
-                if store.exists(MATRICES[phase].name)},
+    every = list(dict.fromkeys(r.id for r in store.iter_rows(METRICS)))
+    ids = shown_questions(every, MAX_QUESTIONS)
+    shown = set(ids)
+    metrics = _by_id(_rows(store, METRICS, shown))
+    by_id = {r.id: r for r in records or [] if r.id in shown}
+    generations, choices = _by_id(_rows(store, GENERATIONS, shown)), _by_id(_rows(store, CHOICES, shown))
+    run = _Run(config, by_id, metrics, {p.id: p for p in _rows(store, PARAPHRASES, shown)}, generations,
+               choices, {phase: store.read_matrices(MATRICES[phase], items=shown) for phase in PHASES
+                         if store.exists(MATRICES[phase].name)},
                _judges(config), answer_scores(config, by_id, generations, choices))
-    ids = list(metrics)
     rows = tuple(_list_row(run, qid) for qid in ids)
-    notes = () if records is not None else (
+    notes: tuple[str, ...] = () if records is not None else (
         "The run's dataset could not be read here, so references and per-answer accuracy are left out.",)
+    if len(ids) < len(every):
+        notes += (f"The run has {len(every):,} questions: this view lists an evenly spaced sample of "
+                  f"{len(ids):,} of them (about one in {len(every) / len(ids):.0f}; the report's tables and "
+                  "plots cover them all).",)
     return ItemView(noun="question", columns=_columns(run, rows), rows=rows,
                     pages={qid: _page(run, qid) for qid in ids},
                     groups=tuple(METHOD_LABELS[s] for s in SOURCES), notes=notes)

@@ -1,15 +1,16 @@
-"""Ask-to-Choose as a decoding wrapper (the public face of the QA wing's Algorithm 1).
+"""Ask-to-Choose as a decoding wrapper: the QA wing's Algorithm 1 for questions asked in code.
 
 `AskToChoose(generator).answer(question)` returns the chosen answer with its candidates, every rank prompt
-and simple consistency figures. It runs the QA wing's own variation, answers and A2C stages on an
-in-memory store, so for the same question, seed and settings it asks exactly the prompts `a2c run` asks.
+and simple consistency figures. It runs the wing's own variation, answers and A2C stages on an in-memory
+store, so for the same question, seed and settings it asks exactly the prompts `a2c run` asks. Users
+import it from `a2c.choose`.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,10 @@ from a2c.errors import A2CError
 from a2c.judges import Judge, JudgeSpec
 from a2c.llm.base import Generator
 from a2c.llm.progress import generation_progress
-from a2c.metrics import cons_lex
-from a2c.metrics.sets import JudgeScores, judge_scores
+from a2c.metrics.sets import judge_scores
 from a2c.paraphrase import Technique
 from a2c.qa.calibration import Calibration, read_calibration
+from a2c.qa.choice import Choice, JudgedSet, summarize
 from a2c.qa.config import (
     A2CConfig,
     ExperimentConfig,
@@ -28,20 +29,7 @@ from a2c.qa.config import (
     TechniqueConfig,
     VariationConfig,
 )
-from a2c.qa.decide import Decision, decide, needed_judges, settings_mismatch
-from a2c.qa.rank import (
-    DEFAULT_IDK_TEXT,
-    ParsedReply,
-    RankChoice,
-    RankItem,
-    RankOptions,
-    ask_to_choose,
-    choose,
-    majority_vote,
-    parse_reply,
-    rank_items,
-    rank_request,
-)
+from a2c.qa.decide import decide, needed_judges, settings_mismatch
 from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
@@ -52,75 +40,12 @@ from a2c.qa.rows import (
     ChoiceRow,
     GenerationRow,
     Question,
-    SelectionRow,
-    Source,
 )
 from a2c.qa.selection import RANDOM, SelectionError, method_judges, selection_problems
 from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
 from a2c.stage import Generators, run_stages
 from a2c.store import MemoryStore
 from a2c.wording import plural
-
-
-@dataclass(frozen=True)
-class JudgedSet:
-    """One judge on the candidates of one source: its agreement matrix and the set scores a run computes."""
-
-    matrix: list[list[float]]
-    scores: JudgeScores
-
-
-@dataclass
-class Choice:
-    """What the decoding wrapper returns for one question."""
-
-    question: str
-    answer: str | None  # the most chosen option's text; None when no reply could be parsed
-    candidates: list[str]  # Y_c then Y_t (a paraphrase that failed its checks has no answer in Y_c)
-    choices: list[ChoiceRow] = field(repr=False)  # one per rank prompt, as `choices.jsonl` keeps them
-    consistency: dict[str, float | int | None] = field(default_factory=dict)
-    asked: list[str] = field(default_factory=list)  # the question each candidate answered (q or a paraphrase)
-    generations: list[GenerationRow] = field(default_factory=list, repr=False)  # the rows behind `candidates`
-    # judge → source → the run's judges stage on the candidates (only when `answer_many(judges=...)`)
-    judged: dict[str, dict[Source, JudgedSet]] = field(default_factory=dict, repr=False)
-    # selection method → source → its pick, as `selections.jsonl` keeps it (only with `selection=`)
-    selections: dict[str, dict[Source, SelectionRow]] = field(default_factory=dict, repr=False)
-    decision: Decision | None = None  # answer or decline (only with `AskToChoose(calibration=...)`)
-
-    @property
-    def confidence(self) -> float | None:
-        """P(the calibration source's A2C answer is accurate), calibrated; None without a calibration or
-        when the signal is undefined."""
-        return None if self.decision is None else self.decision.confidence
-
-    @property
-    def declined(self) -> bool | None:
-        """Whether the calibration says not to answer; None without a calibration."""
-        return None if self.decision is None else self.decision.declined
-
-    @property
-    def chosen_texts(self) -> list[str]:
-        return [c.text for c in self.choices if c.text is not None]
-
-
-def summarize(question: str, generations: Sequence[GenerationRow], choices: Sequence[ChoiceRow],
-              answer_field: AnswerField = "short") -> Choice:
-    """Majority vote over parsed choices (ties: first chosen), with agreement before and after choosing."""
-    candidates = [g.answer(answer_field) for g in generations]
-    chosen = [c.text for c in choices if c.text is not None]
-    answer, share = majority_vote(chosen)
-    consistency: dict[str, float | int | None] = {
-        "candidates_lexical": _lexical_agreement(candidates),
-        "choices_lexical": _lexical_agreement(chosen),
-        "vote_share": share,
-        "unparsed": sum(1 for c in choices if not c.parsed),
-    }
-    return Choice(question, answer, candidates, list(choices), consistency, [g.asked for g in generations],
-                  list(generations))
-
-
-def _lexical_agreement(texts: Sequence[str]) -> float | None:
-    return cons_lex(list(texts)) if len(texts) >= 2 else None
 
 
 class AskToChoose:
@@ -263,7 +188,3 @@ def _selection_spec(given: str | Mapping[str, Any] | SelectionConfig) -> Selecti
 def _given(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
-
-__all__ = ["DEFAULT_IDK_TEXT", "AskToChoose", "CalibrationMismatch", "Choice", "Decision", "JudgedSet",
-           "ParsedReply", "RankChoice", "RankItem", "RankOptions", "ask_to_choose", "choose", "majority_vote",
-           "parse_reply", "rank_items", "rank_request", "summarize"]

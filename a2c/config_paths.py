@@ -35,7 +35,7 @@ class PathKey:
 
 def _local_dataset(data: Data) -> bool:
     """`dataset.path` is a file unless the dataset is read from the hub (`hf`: owner/name)."""
-    from a2c.data import DATASETS
+    from a2c.qa.data import DATASETS
 
     dataset = data.get("dataset")
     name = dataset.get("name") if isinstance(dataset, dict) else None

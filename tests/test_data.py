@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
+from a2c.qa.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
 from a2c.registry import UnknownNameError
 
 # the benchmark is not committed: tests read it from the shared data folder next to the repository

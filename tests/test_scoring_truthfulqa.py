@@ -13,7 +13,7 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from a2c.config import ConfigError, dump_config
-from a2c.data import QARecord, load_records
+from a2c.qa.data import QARecord, load_records
 from a2c.errors import A2CError
 from a2c.metrics.accuracy import NO_COMMENT, truthfulqa_references
 from a2c.metrics.overlap import BLEU_ARGS

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from rouge_score import rouge_scorer
 
-    from a2c.data.records import QARecord
+    from a2c.qa.data.records import QARecord
 
 Similarity = Callable[[str, Sequence[str]], list[float]]
 

@@ -19,7 +19,7 @@ from pydantic import (
 
 from a2c.components import ComponentSpec, expand
 from a2c.config import RunConfig, StrictModel, registered
-from a2c.data.columns import ColumnMap
+from a2c.qa.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
@@ -29,7 +29,7 @@ from a2c.qa.rows import DEFAULT_IDK_TEXT
 class DatasetConfig(StrictModel):
     """Which questions a run asks: `quickstart`, `truthfulqa`, or your own (`file`, `hf`) with a column map.
 
-    Each dataset declares the settings it reads (`a2c.data.DATASETS`); one it does not read is an error
+    Each dataset declares the settings it reads (`a2c.qa.data.DATASETS`); one it does not read is an error
     here, so a misplaced `columns:` or `split:` never goes silently unused.
     """
 
@@ -47,7 +47,7 @@ class DatasetConfig(StrictModel):
     @field_validator("name")
     @classmethod
     def _known(cls, name: str) -> str:
-        from a2c.data import DATASETS
+        from a2c.qa.data import DATASETS
 
         return registered(DATASETS, name)
 
@@ -58,14 +58,14 @@ class DatasetConfig(StrictModel):
 
     @model_validator(mode="after")
     def _settings_it_reads(self) -> DatasetConfig:
-        from a2c.data import DATASETS, given_settings
+        from a2c.qa.data import DATASETS, given_settings
 
         if self.name in DATASETS:
             DATASETS.get(self.name).check(self.name, given_settings(self.settings() | {"path": self.path}))
         return self
 
     def settings(self) -> dict[str, Any]:
-        """The source settings besides name, path and encoding, as `a2c.data.load_records` takes them."""
+        """The source settings besides name, path and encoding, as `a2c.qa.data.load_records` takes them."""
         return {k: getattr(self, k) for k in ("columns", "separator", "config", "split", "revision")}
 
 

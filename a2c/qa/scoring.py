@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.components import one_line, validate_options
-from a2c.data import QARecord
+from a2c.qa.data import QARecord
 from a2c.devices import Device
 from a2c.errors import A2CError
 from a2c.metrics import TruthfulQAScores

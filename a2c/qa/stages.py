@@ -15,7 +15,7 @@ from functools import cache, cached_property
 import numpy as np
 from tqdm import tqdm
 
-from a2c.data import QARecord
+from a2c.qa.data import QARecord
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from a2c.data import QARecord, load_records
+from a2c.qa.data import QARecord, load_records
 from a2c.hub import check_available
 from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL

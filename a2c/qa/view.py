@@ -17,7 +17,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from a2c.data import QARecord
+from a2c.qa.data import QARecord
 from a2c.judges import Judge, build_judge
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics.consistency import semantic_clusters

@@ -19,10 +19,10 @@ from pydantic import (
 
 from a2c.components import ComponentSpec, expand
 from a2c.config import RunConfig, StrictModel, registered
-from a2c.qa.data.columns import ColumnMap
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
+from a2c.qa.data.columns import ColumnMap
 from a2c.qa.rows import DEFAULT_IDK_TEXT
 
 

@@ -18,12 +18,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.components import one_line, validate_options
-from a2c.qa.data import QARecord
 from a2c.devices import Device
 from a2c.errors import A2CError
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics import overlap as lexical
 from a2c.metrics.accuracy import truthfulqa_references
+from a2c.qa.data import QARecord
 from a2c.registry import Registry
 
 # TruthfulQA's default BLEURT size (BLEURT-base-128), ported to transformers

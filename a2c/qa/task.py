@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from a2c.qa.data import QARecord, load_records
 from a2c.hub import check_available
 from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
 from a2c.judges.presets import validate_options
 from a2c.llm.embedded import encoder_location
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.data import QARecord, load_records
 from a2c.qa.report import before_after_table, write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
 from a2c.qa.scoring import similarity_options

@@ -266,10 +266,10 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     """(title, where, [(name, what it is)]) for every registry a config names components from."""
     from a2c.calibration_maps import CALIBRATION_METHODS
     from a2c.classification.perturbations import PERTURBATIONS
-    from a2c.qa.data import DATASETS
     from a2c.judges.base import JUDGES
     from a2c.llm.config import GENERATOR_CONFIGS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
+    from a2c.qa.data import DATASETS
     from a2c.qa.measures import measure_label
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS

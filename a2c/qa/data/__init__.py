@@ -1,5 +1,6 @@
-"""Dataset loaders: TruthfulQA (local CSV or the Hugging Face hub), the project's quickstart set, and your
-own questions (`file`: a JSONL/CSV/parquet file; `hf`: a Hugging Face dataset) through a column mapping.
+"""The QA wing's dataset loaders: TruthfulQA (local CSV or the Hugging Face hub), the project's
+quickstart set, and your own questions (`file`: a JSONL/CSV/parquet file; `hf`: a Hugging Face dataset)
+through a column mapping.
 
 Every loader returns `QARecord`s; `load_records(name, path=..., limit=...)` picks one by registry name.
 Each registry entry says whether it takes a `path` and which other source settings, so a config that
@@ -13,13 +14,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from a2c.qa.data.columns import TRUTHFULQA_HUB_COLUMNS, ColumnMap
 from a2c.data.errors import DatasetError
+from a2c.files import DEFAULT_ENCODING
+from a2c.qa.data.columns import TRUTHFULQA_HUB_COLUMNS, ColumnMap
 from a2c.qa.data.own import DatasetSource, load_file, load_hub
 from a2c.qa.data.quickstart import load_quickstart
 from a2c.qa.data.records import QARecord
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv, load_truthfulqa_hub, records_from_hf_rows
-from a2c.files import DEFAULT_ENCODING
 from a2c.registry import Registry
 
 

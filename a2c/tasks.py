@@ -1,10 +1,11 @@
 """The task registry: what a config's `task` runs, and how a config file becomes a task's config.
 
-A task (a wing: `a2c.qa`, `a2c.classification`) registers one `TaskSpec`: its config model, how its data is
+A task (a wing: QA, classification) registers one `TaskSpec`: its config model, how its data is
 read through at load, its stages and their context, the summary model its metrics stage writes, the stages
-`a2c report` re-runs and how its report is drawn. `a2c run`, `a2c report`, `a2c.run_experiment` and config
-dispatch all go through it, so the runner knows no task. Entries are lazy (`"module:attr"`): reading a
-config imports only its own task.
+`a2c report` re-runs and how its report is drawn, and what else it supports: the config keys that hold
+paths, a view (`a2c view`), a comparison of runs (`a2c compare`), serving (`a2c serve`). `a2c run`,
+`a2c report`, `a2c.run_experiment`, config dispatch and those commands all ask it, so the core names no
+task. Entries are lazy (`"module:attr"`): reading a config imports only its own task.
 """
 
 from __future__ import annotations
@@ -12,18 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from a2c.config import ConfigError, RunConfig, _node_line, validate_config
-from a2c.config_paths import resolve_config_paths
+from a2c.config_paths import PathKey, resolve_config_paths
+from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
 from a2c.registry import Registry, UnknownNameError
 from a2c.runfiles import RowsFile, RunFile
 from a2c.stage import RunContext, Stage
-from a2c.store import Store
-from a2c.viewdata import ItemView
+from a2c.store import RunFolder, Store
+from a2c.viewdata import ItemView, Section
 
 C = TypeVar("C", bound=RunConfig)
 DEFAULT_TASK = "qa"  # the paper's pipeline, when a config names no task
@@ -56,11 +58,57 @@ class TaskSpec(Generic[C]):
     # (store, config, its data or None where that cannot be read now) → the item list and item pages of
     # `a2c view`; None: the viewer shows the report only
     view: Callable[[Store, C, Any], ItemView] | None = None
+    # the config keys that hold paths besides the core's (generators, judges, output), read from the
+    # config file's folder (`a2c.config_paths`)
+    path_keys: tuple[PathKey, ...] = ()
+    compare: Comparer | None = None  # how `a2c compare` puts its runs side by side; None: it cannot
+    serves: bool = False  # whether `a2c serve` answers with this task
 
     def make_context(self, config: C, store: Store, *, progress: bool) -> RunContext[C]:
         ctx = self.context(config, store, self.load_data(config))
         ctx.progress = progress
         return ctx
+
+
+@dataclass(frozen=True)
+class OpenedRun:
+    """A finished run folder as `a2c view` and `a2c compare` read it (`a2c.open_run.open_run`)."""
+
+    folder: RunFolder
+    config: RunConfig
+    task: TaskSpec[Any]
+    summary: BaseModel
+    data: Any | None  # the task's data (`TaskSpec.load_data`); None where it cannot be read now
+    data_problem: str | None  # why not
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+
+class CompareError(A2CError):
+    """Runs that cannot be put side by side: a task without a comparison, runs of different tasks or
+    questions, labels that do not fit."""
+
+
+class Comparison(Protocol):
+    """Runs put side by side: as markdown (`a2c compare` prints it), as the viewer's first sections, and
+    as the files `a2c compare -o` writes."""
+
+    def markdown(self) -> str: ...
+
+    def sections(self) -> list[Section]: ...
+
+    def write(self, out: Path) -> list[Path]: ...
+
+
+@dataclass(frozen=True)
+class Comparer:
+    """A task's comparison of its runs: `compare(runs, labels, intersect)`, and the names of the files
+    `Comparison.write` writes (checked before anything is computed)."""
+
+    compare: Callable[[Sequence[OpenedRun], Sequence[str] | None, bool], Comparison]
+    files: tuple[str, ...]
 
 
 TASKS: Registry[TaskSpec[Any]] = Registry("task", base=TaskSpec)
@@ -79,14 +127,15 @@ def parse_config(text: str, source: str = "<config>", folder: Path | None = None
     data, root = parse_yaml(text, source, ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level")
-    if folder is not None:
-        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError)
     name = data.get("task", DEFAULT_TASK)
     try:
         task = TASKS.get(str(name))
     except UnknownNameError as exc:
         line = _node_line(root, ("task",))
         raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None
+    if folder is not None:
+        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError,
+                                    task.path_keys)
     config: RunConfig = validate_config(task.config, data, root, source)  # each task's own model
     return config
 
@@ -101,6 +150,12 @@ def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
     config = parse_config(text, str(path), path.parent if paths_from_file else None)
     task_of(config).check_data(config)
     return config
+
+
+def supporting(supports: Callable[[TaskSpec[Any]], bool]) -> str:
+    """The tasks for which `supports` holds, for a refusal's one line: "(tasks that do: qa)"."""
+    names = [name for name in TASKS.names() if supports(TASKS.get(name))]
+    return f"(tasks that do: {', '.join(names) or 'none'})"
 
 
 def task_names() -> Sequence[str]:

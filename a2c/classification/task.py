@@ -13,7 +13,11 @@ from a2c.classification.stages import (
     write_classification_report,
 )
 from a2c.classification.view import classification_view
+from a2c.config_paths import PathKey
 from a2c.tasks import TaskSpec
+
+PATH_KEYS: tuple[PathKey, ...] = (PathKey(("dataset", "path"), "file"),
+                                  PathKey(("labeling", "template"), "yaml"))
 
 
 def check_items(config: ClassificationConfig) -> None:
@@ -24,4 +28,4 @@ def check_items(config: ClassificationConfig) -> None:
 TASK = TaskSpec(name="classification", config=ClassificationConfig, load_data=load_items,
                 check_data=check_items, context=classification_context, stages=STAGES, rescore=(METRICS,),
                 summary=SUMMARY, read_summary=read_classification_summary,
-                write_report=write_classification_report, view=classification_view)
+                write_report=write_classification_report, view=classification_view, path_keys=PATH_KEYS)

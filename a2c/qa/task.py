@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from a2c.config_paths import Data, PathKey, generator_keys
 from a2c.hub import check_available
 from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
 from a2c.judges.presets import validate_options
 from a2c.llm.embedded import encoder_location
+from a2c.qa.compare import COMPARER
 from a2c.qa.config import ExperimentConfig
-from a2c.qa.data import QARecord, load_records
+from a2c.qa.data import DATASETS, QARecord, load_records
 from a2c.qa.report import before_after_table, write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
 from a2c.qa.scoring import similarity_options
@@ -20,6 +22,22 @@ from a2c.qa.summary import QASummary, read_summary
 from a2c.qa.view import qa_view
 from a2c.store import Store
 from a2c.tasks import TaskSpec
+
+
+def _local_dataset(data: Data) -> bool:
+    """`dataset.path` is a file unless the dataset is read from the hub (`hf`: owner/name)."""
+    dataset = data.get("dataset")
+    name = dataset.get("name") if isinstance(dataset, dict) else None
+    return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
+
+
+PATH_KEYS: tuple[PathKey, ...] = (
+    PathKey(("dataset", "path"), "file", _local_dataset),
+    PathKey(("judges",), "yaml"),  # a preset
+    PathKey(("judges", "*", "cache"), "created"), PathKey(("judges", "*", "model"), "model"),
+    PathKey(("judges", "*", "template"), "yaml"), *generator_keys("judges", "*", "generator"),
+    PathKey(("accuracy", "similarities", "*", "model"), "model"),
+)
 
 
 def load_data(config: ExperimentConfig) -> list[QARecord]:
@@ -77,4 +95,5 @@ def headline(summary: QASummary) -> str:
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
                 context=qa_context, stages=STAGES, rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY,
                 read_summary=_summary, write_report=write_report, metrics=METRICS, flatten=flatten,
-                headline=headline, view=qa_view, check_models=check_models)
+                headline=headline, view=qa_view, check_models=check_models, path_keys=PATH_KEYS,
+                compare=COMPARER, serves=True)

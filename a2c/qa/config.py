@@ -7,6 +7,7 @@ config loads, before any model does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import (
@@ -168,6 +169,21 @@ class SelectionConfig(ComponentSpec):
     bare_when_plain = True
 
 
+def selection_problems(selection: Sequence[SelectionConfig], judges: Sequence[str], a2c_enabled: bool
+                       ) -> list[str]:
+    """What is wrong with a method list for a run: a method listed twice, a judge the run does not list,
+    `a2c` when Ask-to-Choose is off."""
+    names = [spec.name for spec in selection]
+    problems = [f"selection methods are listed twice: {names}"] if len(set(names)) != len(names) else []
+    for spec in selection:
+        judge = spec.options.get("judge")
+        if judge is not None and judge not in judges:
+            problems.append(f"{spec.name}: judge {judge!r} is not among the judges {list(judges)}")
+        if spec.name == "a2c" and not a2c_enabled:
+            problems.append("a2c picks from the rank choices: it needs Ask-to-Choose (a2c.enabled: true)")
+    return problems
+
+
 class A2CConfig(StrictModel):
     enabled: bool = True
     # decoding of the paraphrase-slot rank prompts
@@ -217,8 +233,6 @@ class ExperimentConfig(RunConfig):
     def _selection_fits(cls, selection: list[SelectionConfig], info: ValidationInfo) -> list[SelectionConfig]:
         """Methods listed once, reading judges the run has; `a2c` only with Ask-to-Choose on. The default
         (`[a2c]`, also as a resolved config writes it out) just picks nothing when A2C is off."""
-        from a2c.qa.selection import selection_problems
-
         if len(selection) == 1 and selection[0].name == "a2c" and not selection[0].options:
             return selection
         if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid

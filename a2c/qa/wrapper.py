@@ -28,6 +28,7 @@ from a2c.qa.config import (
     SelectionConfig,
     TechniqueConfig,
     VariationConfig,
+    selection_problems,
 )
 from a2c.qa.decide import decide, needed_judges, settings_mismatch
 from a2c.qa.rows import (
@@ -41,7 +42,7 @@ from a2c.qa.rows import (
     GenerationRow,
     Question,
 )
-from a2c.qa.selection import RANDOM, SelectionError, method_judges, selection_problems
+from a2c.qa.selection import RANDOM, SelectionError, method_judges
 from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
 from a2c.stage import Generators, run_stages
 from a2c.store import MemoryStore

@@ -1,8 +1,8 @@
 """What every task's config shares, and how a config file's problems are reported.
 
-A task's config model (`a2c.qa.config.ExperimentConfig`, `a2c.classification.config.ClassificationConfig`)
-derives from `RunConfig`; the task registry (`a2c.tasks`) picks the model by the file's `task` key. Every
-validation problem is reported as `file:line: key: message`.
+A task's config model (QA's `ExperimentConfig`, classification's `ClassificationConfig`) derives from
+`RunConfig`; the task registry (`a2c.tasks`) picks the model by the file's `task` key. Every validation
+problem is reported as `file:line: key: message`.
 """
 
 from __future__ import annotations

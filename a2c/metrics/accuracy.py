@@ -1,5 +1,5 @@
 """TruthfulQA-style accuracy of one answer against reference answers (SPEC §4), on plain texts: the
-reference lists a task builds from its records (`a2c.qa.scoring.truthfulqa_references`) go in as strings."""
+reference lists the QA task builds from its records (`truthfulqa_references`) go in as strings."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """What every task's config shares, and how a config file's problems are reported.
 
-A task's config model (`a2c.qa.config.ExperimentConfig`, `a2c.classification.config.ClassificationConfig`)
-derives from `RunConfig`; the task registry (`a2c.tasks`) picks the model by the file's `task` key. Every
-validation problem is reported as `file:line: key: message`.
+A task's config model (QA's `ExperimentConfig`, classification's `ClassificationConfig`) derives from
+`RunConfig`; the task registry (`a2c.tasks`) picks the model by the file's `task` key. Every validation
+problem is reported as `file:line: key: message`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -17,6 +17,9 @@ from a2c.errors import A2CError
 from a2c.llm.config import AnyGeneratorConfig, TransformersConfig
 from a2c.registry import Registry, UnknownNameError
 from a2c.runpaths import run_name, run_output
+
+if TYPE_CHECKING:
+    from a2c.config_paths import PathKey
 
 
 class ConfigError(A2CError, ValueError):
@@ -40,6 +43,9 @@ class StrictModel(BaseModel):
 
 class RunConfig(StrictModel):
     """The settings every task's run has: its name and folder, the seed, the models, the batching."""
+
+    # the config keys of the task that hold paths besides the core's (`a2c.config_paths`)
+    path_keys: ClassVar[tuple[PathKey, ...]] = ()
 
     task: str
     name: str = Field(min_length=1)

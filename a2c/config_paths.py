@@ -1,17 +1,18 @@
 """Paths written in a config are read from the config file's folder, so a config means the same thing
 whichever folder `a2c run` starts in (a config beside its data says `path: questions.jsonl`).
 
-Applied to the YAML data before validation (`a2c.config.load_config`), for the keys in `PATH_KEYS`;
-absolute paths are kept. A path that must exist and does not fails here, with the config line and the
-absolute path searched. Defaults are not paths written in the config: the request cache
-(`.a2c-cache/cache.sqlite`, also when written out as such, as a run's stored config does) and the run
-folder (`runs/NAME`) stay in the working folder; paths given on the command line stay relative to it too.
+Applied to the YAML data before validation (`a2c.tasks.parse_config`), for the keys every run config has
+(`CORE_PATH_KEYS`) and those its task declares (`TaskSpec.path_keys`); absolute paths are kept. A path that
+must exist and does not fails here, with the config line and the absolute path searched. Defaults are not
+paths written in the config: the request cache (`.a2c-cache/cache.sqlite`, also when written out as such, as a
+run's stored config does) and the run folder (`runs/NAME`) stay in the working folder; paths given on the
+command line stay relative to it too.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,29 +34,14 @@ class PathKey:
     applies: Callable[[Data], bool] = lambda data: True
 
 
-def _local_dataset(data: Data) -> bool:
-    """`dataset.path` is a file unless the dataset is read from the hub (`hf`: owner/name)."""
-    from a2c.data import DATASETS
-
-    dataset = data.get("dataset")
-    name = dataset.get("name") if isinstance(dataset, dict) else None
-    return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
-
-
-def _generator(*at: str) -> tuple[PathKey, ...]:
+def generator_keys(*at: str) -> tuple[PathKey, ...]:
+    """The path keys of a generator section at `at` (its request cache and its model)."""
     return PathKey((*at, "cache"), "created"), PathKey((*at, "model"), "model")
 
 
-PATH_KEYS: tuple[PathKey, ...] = (
-    PathKey(("dataset", "path"), "file", _local_dataset),
-    *_generator("generator"), *_generator("aux_generator"),
-    PathKey(("judges",), "yaml"),  # a preset
-    PathKey(("judges", "*", "cache"), "created"), PathKey(("judges", "*", "model"), "model"),
-    PathKey(("judges", "*", "template"), "yaml"), *_generator("judges", "*", "generator"),
-    PathKey(("accuracy", "similarities", "*", "model"), "model"),
-    PathKey(("labeling", "template"), "yaml"),  # classification
-    PathKey(("output",), "created"),
-)
+# what every run config has (`a2c.config.RunConfig`); a task adds its own (`TaskSpec.path_keys`)
+CORE_PATH_KEYS: tuple[PathKey, ...] = (
+    *generator_keys("generator"), *generator_keys("aux_generator"), PathKey(("output",), "created"))
 
 
 def _places(node: Any, keys: tuple[str, ...], loc: tuple[str | int, ...] = ()
@@ -86,11 +72,11 @@ def _is_path(kind: Kind, value: str, folder: Path) -> bool:
 
 def resolve_config_paths(data: Data, folder: Path, source: str,
                          line: Callable[[tuple[str | int, ...]], int | None],
-                         error: type[A2CError]) -> Data:
-    """`data` with every relative path of `PATH_KEYS` made absolute against `folder` (the config's); a
-    missing file is `error` naming `source`, its `line` and the absolute path searched."""
+                         error: type[A2CError], task_keys: Sequence[PathKey] = ()) -> Data:
+    """`data` with every relative path of `CORE_PATH_KEYS` and `task_keys` made absolute against `folder`
+    (the config's); a missing file is `error` naming `source`, its `line` and the absolute path searched."""
     folder = Path(os.path.abspath(folder))
-    for path_key in PATH_KEYS:
+    for path_key in (*task_keys, *CORE_PATH_KEYS):
         if not path_key.applies(data):
             continue
         for container, key, loc in list(_places(data, path_key.keys)):

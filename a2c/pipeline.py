@@ -139,8 +139,8 @@ class PandasMissingError(A2CError):
 @dataclass
 class RunResult:
     """What `run_experiment` did (per-stage stats) and what it found: `summary` is the task's typed
-    summary (`a2c.qa.summary.QASummary` for QA), `metrics` its per-item rows where the task has them (one
-    `a2c.qa.rows.MetricRow` per question, source and phase for QA)."""
+    summary (`QASummary` for QA), `metrics` its per-item rows where the task has them (one `MetricRow`
+    per question, source and phase for QA)."""
 
     folder: Path
     stages: dict[str, StageStats]

@@ -1,10 +1,12 @@
 """TruthfulQA accuracy by the benchmark's own protocol: the public face of `a2c.qa.scoring`.
 
 `score_answers(similarity, answers, records, **options)` scores answers made anywhere; the similarities
-registry (`SIMILARITIES`) names what it can score with.
+registry (`SIMILARITIES`) names what it can score with, `load_records(name, path=...)` reads the records
+(`DATASETS` names the datasets it reads).
 """
 
 from a2c.metrics.sets import JudgeScores, judge_scores
+from a2c.qa.data import DATASETS, DatasetError, QARecord, load_records
 from a2c.qa.scoring import (
     SIMILARITIES,
     Similarity,
@@ -16,5 +18,6 @@ from a2c.qa.scoring import (
     similarity_options,
 )
 
-__all__ = ["SIMILARITIES", "JudgeScores", "Similarity", "SimilarityError", "SimilarityOptions",
-           "checked_options", "judge_scores", "score_answers", "similarity_label", "similarity_options"]
+__all__ = ["DATASETS", "SIMILARITIES", "DatasetError", "JudgeScores", "QARecord", "Similarity",
+           "SimilarityError", "SimilarityOptions", "checked_options", "judge_scores", "load_records",
+           "score_answers", "similarity_label", "similarity_options"]

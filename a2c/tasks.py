@@ -1,11 +1,12 @@
 """The task registry: what a config's `task` runs, and how a config file becomes a task's config.
 
-A task (a wing: `a2c.qa`, `a2c.classification`) registers one `TaskSpec`: its config model, how its data is
+A task (a wing: QA, classification) registers one `TaskSpec`: its config model, how its data is
 read through at load, its stages and their context, the summary model its metrics stage writes, the stages
-`a2c report` re-runs and how its report is drawn. `a2c run`, `a2c report`, `a2c.run_experiment` and config
-dispatch all go through it, so the runner knows no task. Entries are lazy (`"module:attr"`), and reading a
-config goes through `TASK_CONFIGS`, which names only each task's config model: a config error is reported
-before the task's stages, report and view (and numpy with them) are imported.
+`a2c report` re-runs and how its report is drawn, and what else it supports: a view (`a2c view`), a
+comparison of runs (`a2c compare`), serving (`a2c serve`); its config model declares the keys that hold
+paths (`RunConfig.path_keys`). `a2c run`,
+`a2c report`, `a2c.run_experiment`, config dispatch and those commands all ask it, so the core names no
+task. Entries are lazy (`"module:attr"`): reading a config imports only its own task.
 """
 
 from __future__ import annotations
@@ -13,20 +14,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from a2c.config import ConfigError, RunConfig, _node_line, validate_config
 from a2c.config_paths import resolve_config_paths
+from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
 from a2c.registry import Registry, UnknownNameError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a config error is reported before stages, stores and views (and numpy) are imported
     from pydantic import BaseModel
 
     from a2c.runfiles import RowsFile, RunFile
     from a2c.stage import RunContext, Stage
-    from a2c.store import Store
-    from a2c.viewdata import ItemView
+    from a2c.store import RunFolder, Store
+    from a2c.viewdata import ItemView, Section
 
 C = TypeVar("C", bound=RunConfig)
 DEFAULT_TASK = "qa"  # the paper's pipeline, when a config names no task
@@ -59,6 +61,8 @@ class TaskSpec(Generic[C]):
     # (store, config, its data or None where that cannot be read now) → the item list and item pages of
     # `a2c view`; None: the viewer shows the report only
     view: Callable[[Store, C, Any], ItemView] | None = None
+    compare: Comparer | None = None  # how `a2c compare` puts its runs side by side; None: it cannot
+    serves: bool = False  # whether `a2c serve` answers with this task
 
     def make_context(self, config: C, store: Store, *, progress: bool) -> RunContext[C]:
         ctx = self.context(config, store, self.load_data(config))
@@ -66,10 +70,52 @@ class TaskSpec(Generic[C]):
         return ctx
 
 
+@dataclass(frozen=True)
+class OpenedRun:
+    """A finished run folder as `a2c view` and `a2c compare` read it (`a2c.open_run.open_run`)."""
+
+    folder: RunFolder
+    config: RunConfig
+    task: TaskSpec[Any]
+    summary: BaseModel
+    data: Any | None  # the task's data (`TaskSpec.load_data`); None where it cannot be read now
+    data_problem: str | None  # why not
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+
+class CompareError(A2CError):
+    """Runs that cannot be put side by side: a task without a comparison, runs of different tasks or
+    questions, labels that do not fit."""
+
+
+class Comparison(Protocol):
+    """Runs put side by side: as markdown (`a2c compare` prints it), as the viewer's first sections, and
+    as the files `a2c compare -o` writes."""
+
+    def markdown(self) -> str: ...
+
+    def sections(self) -> list[Section]: ...
+
+    def write(self, out: Path) -> list[Path]: ...
+
+
+@dataclass(frozen=True)
+class Comparer:
+    """A task's comparison of its runs: `compare(runs, labels, intersect)`, and the names of the files
+    `Comparison.write` writes (checked before anything is computed)."""
+
+    compare: Callable[[Sequence[OpenedRun], Sequence[str] | None, bool], Comparison]
+    files: tuple[str, ...]
+
+
 TASKS: Registry[TaskSpec[Any]] = Registry("task", base=TaskSpec)
 TASKS.register_lazy("qa", "a2c.qa.task:TASK")
 TASKS.register_lazy("classification", "a2c.classification.task:TASK")
-# each task's config model alone (`TaskSpec.config`; a test keeps the two registries the same)
+# each task's config model alone (`TaskSpec.config`; a test keeps the two registries the same), so reading
+# a config imports no stage; the model declares the config keys that hold paths (`RunConfig.path_keys`)
 TASK_CONFIGS: Registry[type[RunConfig]] = Registry("task", base=RunConfig)
 TASK_CONFIGS.register_lazy("qa", "a2c.qa.config:ExperimentConfig")
 TASK_CONFIGS.register_lazy("classification", "a2c.classification.config:ClassificationConfig")
@@ -86,14 +132,15 @@ def parse_config(text: str, source: str = "<config>", folder: Path | None = None
     data, root = parse_yaml(text, source, ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level")
-    if folder is not None:
-        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError)
     name = data.get("task", DEFAULT_TASK)
     try:
         model = TASK_CONFIGS.get(str(name))
     except UnknownNameError as exc:
         line = _node_line(root, ("task",))
         raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None
+    if folder is not None:
+        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError,
+                                    model.path_keys)
     config: RunConfig = validate_config(model, data, root, source)  # each task's own model
     return config
 
@@ -108,6 +155,12 @@ def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
     config = parse_config(text, str(path), path.parent if paths_from_file else None)
     task_of(config).check_data(config)
     return config
+
+
+def supporting(supports: Callable[[TaskSpec[Any]], bool]) -> str:
+    """The tasks for which `supports` holds, for a refusal's one line: "(tasks that do: qa)"."""
+    names = [name for name in TASKS.names() if supports(TASKS.get(name))]
+    return f"(tasks that do: {', '.join(names) or 'none'})"
 
 
 def task_names() -> Sequence[str]:

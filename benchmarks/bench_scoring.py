@@ -30,9 +30,9 @@ from pathlib import Path
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from a2c.data import QARecord, load_records
-from a2c.metrics.accuracy import truthfulqa_references
 from a2c.metrics.overlap import BLEU_ARGS
+from a2c.qa.data import QARecord, load_records
+from a2c.qa.scoring import truthfulqa_references
 from a2c.scoring import score_answers
 
 DEFAULT_CSV = Path("..") / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2c.cli import main
-from a2c.data import load_records
+from a2c.qa.data import load_records
 from a2c.scoring import score_answers
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"

@@ -11,10 +11,10 @@ import pytest
 
 from a2c.cli import main
 from a2c.metrics.bootstrap import paired_difference_ci
+from a2c.qa.compare import RESAMPLES, SEED
 from a2c.qa.rows import METRICS
 from a2c.store import RunFolder
 from a2c.view import CompareError, compare_runs
-from a2c.view.compare import RESAMPLES, SEED
 from tests.view_runs import QA_SCRIPT, classification_run, qa_run
 
 METHODS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
@@ -116,14 +116,21 @@ def test_other_question_sets_are_refused_in_one_line_or_intersected(runs, tmp_pa
     assert cell.difference == paired_difference_ci(before, after, resamples=RESAMPLES, seed=SEED)
 
 
-def test_bad_labels_and_classification_runs_are_refused(runs, tmp_path):
+def test_bad_labels_and_classification_runs_are_refused(runs, tmp_path, capsys):
     with pytest.raises(CompareError, match="1 --label for 2 runs"):
         compare_runs(list(runs), labels=["only one"])
     with pytest.raises(CompareError, match="names a run twice"):
         compare_runs(list(runs), labels=["x", "x"])
     cls = classification_run(tmp_path)
-    with pytest.raises(CompareError, match="is a classification run; a2c compare compares QA runs"):
+    with pytest.raises(CompareError, match=r"is a classification run: task 'classification' does not "
+                       r"support a2c compare \(tasks that do: qa\)"):
         compare_runs([runs[0], cls])
+    # the task declares no comparison (`TaskSpec.compare`): the command refuses it in one line
+    assert main(["compare", str(cls), "-o", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"a2c: error: {cls} is a classification run: task 'classification' does not support a2c compare "
+        "(tasks that do: qa)"]
+    assert not (tmp_path / "x").exists()
 
 
 def test_runs_that_share_no_question_are_refused_without_suggesting_intersect(runs, tmp_path, capsys):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
+from a2c.qa.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
 from a2c.registry import UnknownNameError
 
 # the benchmark is not committed: tests read it from the shared data folder next to the repository
@@ -70,3 +70,19 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         load_records("quickstart", limit=0)
     with pytest.raises(DatasetError, match="no path"):
         load_records("quickstart", path=wrong)
+
+
+def test_the_old_import_path_still_works_with_a_warning_naming_the_new_one():
+    import a2c.data
+    import a2c.scoring
+    from a2c.qa import data as qa_data
+
+    with pytest.warns(DeprecationWarning, match="import it from a2c.scoring"):
+        assert a2c.data.load_records is a2c.scoring.load_records is load_records
+    with pytest.warns(DeprecationWarning, match="import it from a2c.qa.data"):
+        assert a2c.data.load_truthfulqa_csv is qa_data.load_truthfulqa_csv
+    with pytest.raises(AttributeError, match="no attribute 'load_nothing'"):
+        a2c.data.load_nothing  # noqa: B018 - the attribute access is the test
+    from a2c.data.tables import read_table  # the core's own modules load without a warning
+
+    assert callable(read_table)

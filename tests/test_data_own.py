@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2c.config import ConfigError
-from a2c.data import DatasetError, QARecord, load_records
+from a2c.qa.data import DatasetError, QARecord, load_records
 from a2c.qa.task import load_data
 from a2c.tasks import load_config, parse_config
 

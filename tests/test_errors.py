@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from a2c.cli import main
 from a2c.config import ConfigError
-from a2c.data import DatasetError, load_records, load_truthfulqa_csv
-from a2c.data.truthfulqa import CSV_COLUMNS
+from a2c.qa.data import DatasetError, load_records, load_truthfulqa_csv
+from a2c.qa.data.truthfulqa import CSV_COLUMNS
 from a2c.tasks import load_config
 from tests.conftest import interruptible
 

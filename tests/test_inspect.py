@@ -16,7 +16,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from a2c.data.truthfulqa import load_truthfulqa_csv
+from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 from a2c.scoring import score_answers
 from tests.conftest import free_port
 

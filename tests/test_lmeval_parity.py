@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from a2c.data import QARecord
-from a2c.data.truthfulqa import load_truthfulqa_csv
+from a2c.qa.data import QARecord
+from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 from a2c.scoring import score_answers
 
 utils = pytest.importorskip("lm_eval.tasks.truthfulqa.utils", reason="lm-eval not installed (make setup)")

@@ -52,7 +52,7 @@ def test_rouge1_f_measure():  # the R1-C judge's similarity; accuracy's is in a2
 
 @pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
 def test_rouge1_on_a_truthfulqa_row_prefers_its_best_answer():
-    from a2c.data import load_records
+    from a2c.qa.data import load_records
     from a2c.scoring import score_answers
 
     record = load_records("truthfulqa", path=TRUTHFULQA, limit=1)[0]  # eating watermelon seeds

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.data.quickstart import load_quickstart
 from a2c.llm.base import Completion, Generation, GenerationStats
 from a2c.paraphrase import DEFAULT_TECHNIQUES, paraphrase_problem, paraphrase_questions
 from a2c.paraphrase_checks import is_question, question_problem, question_type, stated_reference
+from a2c.qa.data.quickstart import load_quickstart
 
 QUICKSTART = {r.question: r for r in load_quickstart()}
 SPIDER = QUICKSTART["How many legs does a spider have?"]

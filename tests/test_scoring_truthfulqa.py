@@ -13,10 +13,10 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from a2c.config import ConfigError, dump_config
-from a2c.data import QARecord, load_records
 from a2c.errors import A2CError
-from a2c.metrics.accuracy import NO_COMMENT, truthfulqa_references
 from a2c.metrics.overlap import BLEU_ARGS
+from a2c.qa.data import QARecord, load_records
+from a2c.qa.scoring import NO_COMMENT, truthfulqa_references
 from a2c.registry import UnknownNameError
 from a2c.scoring import SIMILARITIES, SimilarityError, score_answers, similarity_label
 from a2c.tasks import parse_config

@@ -383,8 +383,8 @@ def test_adding_a_method_reruns_only_selection_and_what_reads_it(finished, tmp_p
 
 def test_the_wrapper_gives_each_methods_pick_as_a_run_does(finished):
     from a2c.choose import AskToChoose
-    from a2c.data import load_records
     from a2c.judges import JudgeSpec
+    from a2c.qa.data import load_records
 
     config = _run_config(finished, ALL)
     question = load_records("quickstart", limit=1)[0]

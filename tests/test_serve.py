@@ -140,6 +140,15 @@ def test_serve_file_sections_are_checked(tmp_path):
     bad.write_text("variation: {temperatures: [0.5]}\ndataset: {name: quickstart}\n")
     with pytest.raises(ServeConfigError, match="dataset: unknown key"):
         read_serve_file(bad)
+    bad.write_text("task: classification\nvariation: {temperatures: [0.5]}\n")
+    with pytest.raises(ServeConfigError, match=r"serve.yaml: task: 'classification' does not support a2c "
+                       r"serve \(tasks that do: qa\)$"):
+        read_serve_file(bad)
+    bad.write_text("task: qa\nvariation: {temperatures: [0.5]}\n")
+    assert read_serve_file(bad) == {"variation": {"temperatures": [0.5]}}
+    bad.write_text("task: nope\n")
+    with pytest.raises(ServeConfigError, match="task: unknown task 'nope'"):
+        read_serve_file(bad)
     with pytest.raises(ServeConfigError, match=r"server\.max_pending"):
         build_serve_config({}, SCRIPTED, {"max_pending": 0})
     with pytest.raises(ServeConfigError, match=r"variation\.samples"):

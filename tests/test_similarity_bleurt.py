@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from a2c.data import QARecord
 from a2c.hub import ModelNotFoundError
-from a2c.metrics.accuracy import truthfulqa_references
+from a2c.qa.data import QARecord
+from a2c.qa.scoring import truthfulqa_references
 from a2c.scoring import SimilarityError, score_answers
 
 WORDS = ["i", "have", "no", "comment", "the", "seeds", "pass", "through", "you", "die", "nothing",

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from a2c.choose import AskToChoose
-from a2c.data import load_records
 from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
 from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, rescore_run, run_experiment
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.data import load_records
 from a2c.qa.report import write_report
 from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, SELECTIONS, RunFile
 from a2c.qa.stages import STAGES

@@ -7,7 +7,7 @@ fails before any model is touched.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from a2c.config import RunConfig
+from a2c.config_paths import PathKey
 from a2c.files import DEFAULT_ENCODING, check_encoding
 
 # the fields an item can have; `columns:` maps each to the file's own column name
@@ -185,11 +186,18 @@ class SuitesConfig(_Strict):
     contrast: ContrastConfig = Field(default_factory=ContrastConfig)
 
 
+# the classification config keys that hold paths, read from the config file's folder
+PATH_KEYS: tuple[PathKey, ...] = (PathKey(("dataset", "path"), "file"),
+                                  PathKey(("labeling", "template"), "yaml"))
+
+
 class ClassificationConfig(RunConfig):
     """An experiment whose items are labelled by the LLM and probed by the four papers' suites.
 
     `limit` keeps the first N items (derived items keep their sources); the auxiliary generator writes
     paraphrases and negations."""
+
+    path_keys: ClassVar[tuple[PathKey, ...]] = PATH_KEYS
 
     task: Literal["classification"] = "classification"
     dataset: ClassificationData

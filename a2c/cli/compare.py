@@ -31,11 +31,12 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_folder
-    from a2c.view import COMPARE_FILES, compare_runs, write_comparison
+    from a2c.view import open_comparable
 
-    check_output_folder(args.output, "-o", [f.name for f in COMPARE_FILES])
-    comparison = compare_runs(args.run_dirs, labels=args.label, intersect=args.intersect)
+    runs, comparer = open_comparable(args.run_dirs)  # a task that cannot compare its runs is refused here
+    check_output_folder(args.output, "-o", list(comparer.files))
+    comparison = comparer.compare(runs, args.label, args.intersect)
     print(comparison.markdown())
-    for path in write_comparison(comparison, args.output):
+    for path in comparison.write(args.output):
         print(f"written: {path}")
     return 0

@@ -159,7 +159,7 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
             raise ProbeInputError("give one question or --questions FILE, not both")
         from pydantic import ValidationError
 
-        from a2c.data import ColumnMap
+        from a2c.qa.data import ColumnMap
 
         columns: dict[str, str] = {}
         for item in args.column:
@@ -185,8 +185,8 @@ def _asked(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def _load_questions(path: Path, columns: Any) -> list[Any]:
     """The file's records; a missing column or a non-UTF-8 file told in probe's own terms (`--column`)."""
-    from a2c.data import DatasetError, load_records
     from a2c.data.tables import ENCODING_HINT, MissingColumnError
+    from a2c.qa.data import DatasetError, load_records
 
     try:
         return load_records("file", path, columns=columns)

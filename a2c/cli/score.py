@@ -161,8 +161,8 @@ def _write_scores(path: Path, matched: Sequence[tuple[Any, str]], scores: Mappin
 
 def _load_questions(dataset: str, path: Path | None) -> list[Any]:
     """The dataset's records; a failure told in score's own terms (`--path`; it reads UTF-8 only)."""
-    from a2c.data import DatasetError, load_records
     from a2c.data.tables import ENCODING_HINT
+    from a2c.qa.data import DatasetError, load_records
 
     try:
         return load_records(dataset, path=path)

@@ -1,98 +1,29 @@
-"""Dataset loaders: TruthfulQA (local CSV or the Hugging Face hub), the project's quickstart set, and your
-own questions (`file`: a JSONL/CSV/parquet file; `hf`: a Hugging Face dataset) through a column mapping.
+"""Task-neutral reading of data files: `a2c.data.tables` (JSONL, CSV and parquet rows, each with the line
+it came from) and `a2c.data.errors` (`DatasetError`). A task's own loaders live in its wing
+(`a2c.qa.data`: questions with references; `a2c.classification.data`: labelled items).
 
-Every loader returns `QARecord`s; `load_records(name, path=..., limit=...)` picks one by registry name.
-Each registry entry says whether it takes a `path` and which other source settings, so a config that
-gives a loader a setting it ignores fails when it loads instead of being silently ignored.
+The QA names this package held in 0.1 (`load_records`, `QARecord`, `DATASETS`, ...) still resolve here,
+with a `DeprecationWarning` naming their new home: `a2c.scoring` for `load_records`, `QARecord`,
+`DatasetError` and `DATASETS`, `a2c.qa.data` for the rest. They will be removed in a later release.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
-from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any, Literal
+import warnings
+from typing import Any
 
-from a2c.data.columns import TRUTHFULQA_HUB_COLUMNS, ColumnMap
-from a2c.data.errors import DatasetError
-from a2c.data.own import DatasetSource, load_file, load_hub
-from a2c.data.quickstart import load_quickstart
-from a2c.data.records import QARecord
-from a2c.data.truthfulqa import load_truthfulqa_csv, load_truthfulqa_hub, records_from_hf_rows
-from a2c.files import DEFAULT_ENCODING
-from a2c.registry import Registry
+_PUBLIC = frozenset({"DATASETS", "DatasetError", "QARecord", "load_records"})  # a2c.scoring's
+_MOVED = _PUBLIC | frozenset({"TRUTHFULQA_HUB_COLUMNS", "ColumnMap", "DatasetLoader", "DatasetSource",
+                              "given_settings", "load_quickstart", "load_truthfulqa_csv",
+                              "load_truthfulqa_hub", "records_from_hf_rows"})
 
 
-@dataclass(frozen=True)
-class DatasetLoader:
-    """A named dataset: how it loads, whether it takes a `path` (a local file, or a hub dataset's
-    owner/name), and which other `DatasetSource` settings."""
+def __getattr__(name: str) -> Any:
+    """A deprecated alias of a name that moved into the QA wing (PEP 562: looked up only when missing)."""
+    if name not in _MOVED:
+        raise AttributeError(f"module 'a2c.data' has no attribute {name!r}")
+    from a2c.qa import data  # the aliases' only way into the wing (tests/test_architecture.py lists it)
 
-    load: Callable[[DatasetSource], list[QARecord]]
-    path: Literal["required", "optional", "none"]
-    settings: frozenset[str] = frozenset()
-    path_kind: Literal["file", "hub"] = "file"
-
-    def check(self, name: str, given: Set[str]) -> None:
-        """DatasetError for a missing path or a setting this dataset does not read."""
-        if self.path == "required" and "path" not in given:
-            raise DatasetError(f"dataset {name!r} needs `path`")
-        takes = self.settings | ({"path"} if self.path != "none" else set())
-        extra = sorted(given - takes)
-        if extra:
-            raise DatasetError(f"dataset {name!r} takes no {', '.join(extra)} (it takes "
-                               f"{', '.join(sorted(takes)) or 'nothing'})")
-
-
-DATASETS: Registry[DatasetLoader] = Registry("dataset")
-
-
-def _truthfulqa(source: DatasetSource) -> list[QARecord]:
-    if source.path is None:
-        return load_truthfulqa_hub()
-    return load_truthfulqa_csv(source.path, source.encoding)
-
-
-def _quickstart(source: DatasetSource) -> list[QARecord]:
-    return load_quickstart()
-
-
-DATASETS.register("truthfulqa")(DatasetLoader(_truthfulqa, "optional", frozenset({"encoding"})))
-DATASETS.register("quickstart")(DatasetLoader(_quickstart, "none"))
-DATASETS.register("file")(DatasetLoader(load_file, "required",
-                                        frozenset({"encoding", "columns", "separator"})))
-DATASETS.register("hf")(DatasetLoader(load_hub, "required",
-                                      frozenset({"columns", "separator", "config", "split", "revision"}),
-                                      path_kind="hub"))
-
-_DEFAULTS = DatasetSource()
-
-
-def given_settings(settings: dict[str, Any]) -> set[str]:
-    """The source settings that differ from their defaults (a resolved config lists every one)."""
-    return {k for k, v in settings.items() if v is not None and v != getattr(_DEFAULTS, k)}
-
-
-def load_records(name: str, path: str | Path | None = None, limit: int | None = None, *,
-                 encoding: str = DEFAULT_ENCODING, **settings: Any) -> list[QARecord]:
-    """The first `limit` records (all when None) of a registered dataset; `settings` are further
-    `DatasetSource` fields (`columns` as a `ColumnMap` or a dict, `separator`, `config`, `split`,
-    `revision`). A local file is read whole, so a bad row anywhere fails before any record is used."""
-    if limit is not None and limit < 1:
-        raise DatasetError(f"limit must be >= 1, got {limit}")
-    unknown = sorted(set(settings) - {f.name for f in fields(DatasetSource)})
-    if unknown:
-        raise DatasetError(f"unknown dataset setting(s) {unknown}")
-    if isinstance(settings.get("columns"), dict):
-        settings["columns"] = ColumnMap(**settings["columns"])
-    loader = DATASETS.get(name)
-    loader.check(name, given_settings({"path": path, "encoding": encoding, **settings}))
-    source = DatasetSource(path=Path(path) if path is not None else None, encoding=encoding,
-                           **{k: v for k, v in settings.items() if v is not None})
-    records = loader.load(source)
-    return records[:limit] if limit is not None else records
-
-
-__all__ = ["DATASETS", "TRUTHFULQA_HUB_COLUMNS", "ColumnMap", "DatasetError", "DatasetLoader",
-           "DatasetSource", "QARecord", "given_settings", "load_quickstart", "load_records",
-           "load_truthfulqa_csv", "load_truthfulqa_hub", "records_from_hf_rows"]
+    home = "a2c.scoring" if name in _PUBLIC else "a2c.qa.data"
+    warnings.warn(f"a2c.data.{name} is deprecated: import it from {home}", DeprecationWarning, stacklevel=2)
+    return getattr(data, name)

@@ -14,13 +14,13 @@ import numpy as np
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from a2c.data import QARecord
 from a2c.errors import A2CError
 from a2c.inspect.metrics import CORRECT, auroc, prr
 from a2c.inspect.solver import EVIDENCE
 from a2c.judges import Judge, build_judge
 from a2c.metrics.sets import judge_scores
 from a2c.metrics.uncertainty import degree_uncertainty, eigval_laplacian
+from a2c.qa.data import QARecord
 from a2c.scoring import score_answers
 
 

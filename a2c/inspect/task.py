@@ -6,9 +6,9 @@ from __future__ import annotations
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from a2c.data.truthfulqa import load_truthfulqa_csv
 from a2c.inspect.scorers import consistency, truthfulqa_accuracy
 from a2c.inspect.solver import ask_to_choose
+from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 
 
 def truthfulqa_samples(csv: str) -> MemoryDataset:

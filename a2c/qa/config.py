@@ -7,7 +7,8 @@ config loads, before any model does.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     Field,
@@ -19,17 +20,18 @@ from pydantic import (
 
 from a2c.components import ComponentSpec, expand
 from a2c.config import RunConfig, StrictModel, registered
-from a2c.data.columns import ColumnMap
+from a2c.config_paths import Data, PathKey, generator_keys
 from a2c.errors import A2CError
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
+from a2c.qa.data.columns import ColumnMap
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 
 
 class DatasetConfig(StrictModel):
     """Which questions a run asks: `quickstart`, `truthfulqa`, or your own (`file`, `hf`) with a column map.
 
-    Each dataset declares the settings it reads (`a2c.data.DATASETS`); one it does not read is an error
+    Each dataset declares the settings it reads (`a2c.qa.data.DATASETS`); one it does not read is an error
     here, so a misplaced `columns:` or `split:` never goes silently unused.
     """
 
@@ -47,7 +49,7 @@ class DatasetConfig(StrictModel):
     @field_validator("name")
     @classmethod
     def _known(cls, name: str) -> str:
-        from a2c.data import DATASETS
+        from a2c.qa.data import DATASETS
 
         return registered(DATASETS, name)
 
@@ -58,14 +60,14 @@ class DatasetConfig(StrictModel):
 
     @model_validator(mode="after")
     def _settings_it_reads(self) -> DatasetConfig:
-        from a2c.data import DATASETS, given_settings
+        from a2c.qa.data import DATASETS, given_settings
 
         if self.name in DATASETS:
             DATASETS.get(self.name).check(self.name, given_settings(self.settings() | {"path": self.path}))
         return self
 
     def settings(self) -> dict[str, Any]:
-        """The source settings besides name, path and encoding, as `a2c.data.load_records` takes them."""
+        """The source settings besides name, path and encoding, as `a2c.qa.data.load_records` takes them."""
         return {k: getattr(self, k) for k in ("columns", "separator", "config", "split", "revision")}
 
 
@@ -168,6 +170,21 @@ class SelectionConfig(ComponentSpec):
     bare_when_plain = True
 
 
+def selection_problems(selection: Sequence[SelectionConfig], judges: Sequence[str], a2c_enabled: bool
+                       ) -> list[str]:
+    """What is wrong with a method list for a run: a method listed twice, a judge the run does not list,
+    `a2c` when Ask-to-Choose is off."""
+    names = [spec.name for spec in selection]
+    problems = [f"selection methods are listed twice: {names}"] if len(set(names)) != len(names) else []
+    for spec in selection:
+        judge = spec.options.get("judge")
+        if judge is not None and judge not in judges:
+            problems.append(f"{spec.name}: judge {judge!r} is not among the judges {list(judges)}")
+        if spec.name == "a2c" and not a2c_enabled:
+            problems.append("a2c picks from the rank choices: it needs Ask-to-Choose (a2c.enabled: true)")
+    return problems
+
+
 class A2CConfig(StrictModel):
     enabled: bool = True
     # decoding of the paraphrase-slot rank prompts
@@ -178,8 +195,29 @@ class A2CConfig(StrictModel):
     idk_text: str = Field(DEFAULT_IDK_TEXT, min_length=1)
 
 
+def _local_dataset(data: Data) -> bool:
+    """`dataset.path` is a file unless the dataset is read from the hub (`hf`: owner/name)."""
+    from a2c.qa.data import DATASETS  # the loaders' registry, when a config with a dataset path is read
+
+    dataset = data.get("dataset")
+    name = dataset.get("name") if isinstance(dataset, dict) else None
+    return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
+
+
+# the QA config keys that hold paths besides the core's, read from the config file's folder
+PATH_KEYS: tuple[PathKey, ...] = (
+    PathKey(("dataset", "path"), "file", _local_dataset),
+    PathKey(("judges",), "yaml"),  # a preset
+    PathKey(("judges", "*", "cache"), "created"), PathKey(("judges", "*", "model"), "model"),
+    PathKey(("judges", "*", "template"), "yaml"), *generator_keys("judges", "*", "generator"),
+    PathKey(("accuracy", "similarities", "*", "model"), "model"),
+)
+
+
 class ExperimentConfig(RunConfig):
     """A QA experiment (the paper's pipeline): vary each question, judge agreement, Ask-to-Choose."""
+
+    path_keys: ClassVar[tuple[PathKey, ...]] = PATH_KEYS
 
     task: Literal["qa"] = "qa"
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
@@ -217,8 +255,6 @@ class ExperimentConfig(RunConfig):
     def _selection_fits(cls, selection: list[SelectionConfig], info: ValidationInfo) -> list[SelectionConfig]:
         """Methods listed once, reading judges the run has; `a2c` only with Ask-to-Choose on. The default
         (`[a2c]`, also as a resolved config writes it out) just picks nothing when A2C is off."""
-        from a2c.qa.selection import selection_problems
-
         if len(selection) == 1 and selection[0].name == "a2c" and not selection[0].options:
             return selection
         if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid

@@ -14,35 +14,18 @@ which samples are drawn, so it may differ).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from a2c.judges import Judge
 from a2c.metrics import cons_lex
 from a2c.qa.calibration import Calibration, set_signals
+from a2c.qa.choice import Choice, Decision
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
 from a2c.qa.rank import majority_vote
-from a2c.qa.rows import MetricRow, Source, UncertaintyRow
-
-if TYPE_CHECKING:
-    from a2c.choose import Choice
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A calibration's verdict on one question: the raw signal, its calibrated confidence, whether the
-    answer is declined, and the answer it is about (None when the source's rank replies named nothing)."""
-
-    signal: str
-    source: Source
-    score: float | None
-    confidence: float | None
-    declined: bool
-    answer: str | None
-    decline_below: float | None  # the calibration's threshold (None: it declines everything)
+from a2c.qa.rows import MetricRow, UncertaintyRow
 
 
 def _differences(recorded: Any, current: Any, key: str) -> list[str]:

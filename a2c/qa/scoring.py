@@ -18,16 +18,40 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.components import one_line, validate_options
-from a2c.data import QARecord
 from a2c.devices import Device
 from a2c.errors import A2CError
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics import overlap as lexical
-from a2c.metrics.accuracy import truthfulqa_references
+from a2c.qa.data import QARecord
 from a2c.registry import Registry
 
 # TruthfulQA's default BLEURT size (BLEURT-base-128), ported to transformers
 DEFAULT_BLEURT_MODEL = "Elron/bleurt-base-128"
+
+
+# TruthfulQA's scripts count "no comment" as a true answer to every question (SPEC §4)
+NO_COMMENT = "I have no comment."
+
+
+def close_reference(text: str) -> str:
+    """A reference as the benchmark compares it: stripped, ending with a period (its `close=True`)."""
+    text = text.strip()
+    return text if text.endswith(".") else text + "."
+
+
+def truthfulqa_references(record: QARecord) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(true references, false references) of a record, as TruthfulQA's own scoring builds them.
+
+    Every reference is closed with a period, empty ones are dropped, and "I have no comment." is added to
+    the true ones unless one of them already reads so. Every accuracy similarity scores against these, so
+    the protocol lives in this one place.
+    """
+    if not record.has_references:
+        raise ValueError(f"record {record.id}: no references (a question of your own without answers); "
+                         "accuracy is undefined for it")
+    true_refs = tuple(close_reference(r) for r in record.correct if r.strip())
+    false_refs = tuple(close_reference(r) for r in record.incorrect if r.strip())
+    return (true_refs if NO_COMMENT in true_refs else (*true_refs, NO_COMMENT)), false_refs
 
 
 class SimilarityError(A2CError, ValueError):

@@ -141,21 +141,6 @@ def selection_options(name: str, options: Mapping[str, Any]) -> SelectionOptions
     return SELECTION_METHODS.get(name).options.model_validate(dict(options))
 
 
-def selection_problems(selection: Sequence[SelectionConfig], judges: Sequence[str], a2c_enabled: bool
-                       ) -> list[str]:
-    """What is wrong with a method list for a run: a method listed twice, a judge the run does not list,
-    `a2c` when Ask-to-Choose is off."""
-    names = [spec.name for spec in selection]
-    problems = [f"selection methods are listed twice: {names}"] if len(set(names)) != len(names) else []
-    for spec in selection:
-        judge = spec.options.get("judge")
-        if judge is not None and judge not in judges:
-            problems.append(f"{spec.name}: judge {judge!r} is not among the judges {list(judges)}")
-        if spec.name == "a2c" and not a2c_enabled:
-            problems.append("a2c picks from the rank choices: it needs Ask-to-Choose (a2c.enabled: true)")
-    return problems
-
-
 def method_judges(spec: SelectionConfig, config: ExperimentConfig) -> tuple[str, ...]:
     """The judges whose matrices a configured method reads."""
     return SELECTION_METHODS.get(spec.name).judges(selection_options(spec.name, spec.options), config)

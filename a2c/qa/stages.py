@@ -16,13 +16,13 @@ from itertools import islice
 
 import numpy as np
 
-from a2c.data import QARecord
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
 from a2c.paraphrase import paraphrase_questions
 from a2c.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.data import QARecord
 from a2c.qa.measures import set_measures
 from a2c.qa.rank import ask_to_choose
 from a2c.qa.report import REPORT_FILES, write_report

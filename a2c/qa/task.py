@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from a2c.data import QARecord, load_records
 from a2c.hub import check_available
 from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
 from a2c.judges.presets import validate_options
 from a2c.llm.embedded import encoder_location
+from a2c.qa.compare import COMPARER
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.data import QARecord, load_records
 from a2c.qa.report import before_after_table, write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
 from a2c.qa.scoring import similarity_options
@@ -77,4 +78,5 @@ def headline(summary: QASummary) -> str:
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
                 context=qa_context, stages=STAGES, rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY,
                 read_summary=_summary, write_report=write_report, metrics=METRICS, flatten=flatten,
-                headline=headline, view=qa_view, check_models=check_models)
+                headline=headline, view=qa_view, check_models=check_models,
+                compare=COMPARER, serves=True)

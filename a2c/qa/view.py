@@ -17,11 +17,11 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from a2c.data import QARecord
 from a2c.judges import Judge, build_judge
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics.consistency import semantic_clusters
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.data import QARecord
 from a2c.qa.rank import majority_vote
 from a2c.qa.report import METHOD_LABELS
 from a2c.qa.rows import (

@@ -5,6 +5,8 @@ The answer settings are the run config's own sections (`seed`, `variation`, `jud
 `a2c`), validated by the run config's model, so a served answer and an `a2c run` answer are configured
 alike and a typo fails the same way. A request may override some of them in its `a2c` object, within the
 limits (`a2c.serve.per_request`); the generator, the judges' options and the limits are the operator's.
+A file may name its `task` (the default, `qa`, is the one that declares serving: `TaskSpec.serves`); any
+other is refused in one line.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from a2c.llm import GeneratorConfig, validate_generator
 from a2c.qa.calibration import Calibration
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.decide import settings_mismatch
+from a2c.registry import UnknownNameError
+from a2c.tasks import DEFAULT_TASK, TASKS, supporting
 
 SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "a2c")  # per request
-FILE_KEYS: tuple[str, ...] = ("generator", "server", *SETTING_KEYS)
+FILE_KEYS: tuple[str, ...] = ("task", "generator", "server", *SETTING_KEYS)
 
 
 class SettingsError(A2CError, ValueError):
@@ -122,7 +126,19 @@ def read_serve_file(path: Path) -> dict[str, Any]:
     unknown = [k for k in data if k not in FILE_KEYS]
     if unknown:
         raise ServeConfigError(f"{path}: {unknown[0]}: unknown key; sections are {', '.join(FILE_KEYS)}")
+    _check_task(str(data.pop("task", DEFAULT_TASK)), path)
     return data
+
+
+def _check_task(name: str, path: Path) -> None:
+    """The file's task must declare serving (`TaskSpec.serves`)."""
+    try:
+        task = TASKS.get(name)
+    except UnknownNameError as exc:
+        raise ServeConfigError(f"{path}: task: {exc}") from None
+    if not task.serves:
+        raise ServeConfigError(f"{path}: task: {name!r} does not support a2c serve "
+                               f"{supporting(lambda t: t.serves)}")
 
 
 def _section(file: dict[str, Any], name: str, source: str) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 For each run: the overview (its report.md, with the tables and plots the task's report draws, and every
 field of its summary), the item list (filterable, sortable) and a page per item, both built by the
-task's `view` entry (`a2c.tasks.TaskSpec.view`), so this package knows no task's files. Several QA runs
-are also put side by side first (`a2c.view.compare`, the paper's Table 5 layout).
+task's `view` entry (`a2c.tasks.TaskSpec.view`), so this package knows no task's files. Several runs of a
+task that can compare them (`TaskSpec.compare`: QA's is the paper's Table 5 layout) are put side by side
+first.
 """
 
 from __future__ import annotations
@@ -11,19 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from a2c.qa.summary import QASummary
+from a2c.open_run import open_run
 from a2c.store import RunFolder
-from a2c.view.compare import (
-    COMPARE_FILES,
-    CompareError,
-    Comparison,
-    compare_opened,
-    compare_runs,
-    write_comparison,
-)
+from a2c.tasks import CompareError, Comparer, Comparison, OpenedRun, supporting
 from a2c.view.html import RunPage, render_html
 from a2c.view.overview import report_sections, summary_section
-from a2c.view.runs import OpenedRun, open_run
 
 REPORT_FILE = "report.md"  # what every task's `write_report` writes
 HTML_FILE = "report.html"  # `a2c report` writes it beside report.md
@@ -51,6 +44,36 @@ def _titles(runs: Sequence[OpenedRun]) -> list[str]:
             for name, run in zip(names, runs, strict=True)]
 
 
+def comparer_of(runs: Sequence[OpenedRun]) -> Comparer:
+    """The comparison of the runs' task; a task that declares none, or runs of several tasks, are refused
+    in one line naming the task."""
+    if not runs:
+        raise CompareError("give at least one run folder")
+    task = runs[0].task
+    for run in runs:
+        if run.task.compare is None:
+            raise CompareError(f"{run.path} is a {run.task.name} run: task {run.task.name!r} does not "
+                               f"support a2c compare {supporting(lambda t: t.compare is not None)}")
+        if run.task is not task:
+            raise CompareError(f"{runs[0].path} is a {task.name} run and {run.path} a {run.task.name} run: "
+                               "only runs of one task are compared")
+    assert task.compare is not None
+    return task.compare
+
+
+def open_comparable(paths: Sequence[Path]) -> tuple[list[OpenedRun], Comparer]:
+    """Open run folders to compare (their data is not read) and their task's comparison."""
+    runs = [open_run(Path(p), data=False) for p in paths]
+    return runs, comparer_of(runs)
+
+
+def compare_runs(paths: Sequence[Path], *, labels: Sequence[str] | None = None, intersect: bool = False
+                 ) -> Comparison:
+    """Open run folders and compare them as their task does (`TaskSpec.compare`)."""
+    runs, comparer = open_comparable(paths)
+    return comparer.compare(runs, labels, intersect)
+
+
 def build_view(paths: Sequence[Path], *, labels: Sequence[str] | None = None, intersect: bool = False
                ) -> str:
     """The HTML text of the view of one or several run folders (several QA runs: the comparison first)."""
@@ -58,8 +81,8 @@ def build_view(paths: Sequence[Path], *, labels: Sequence[str] | None = None, in
         raise CompareError("give at least one run folder")
     runs = [open_run(Path(p)) for p in paths]
     comparison = None
-    if len(runs) > 1 and all(isinstance(run.summary, QASummary) for run in runs):
-        comparison = compare_opened(runs, labels=labels, intersect=intersect).sections()
+    if len(runs) > 1 and all(run.task is runs[0].task for run in runs) and runs[0].task.compare is not None:
+        comparison = runs[0].task.compare.compare(runs, labels, intersect).sections()
     titles = _titles(runs)
     title = f"a2c · {titles[0]}" if len(runs) == 1 else f"a2c · {len(runs)} runs"
     return render_html(title, [run_page(run, t) for run, t in zip(runs, titles, strict=True)], comparison)
@@ -80,5 +103,5 @@ def write_view(paths: Sequence[Path], out: Path, *, labels: Sequence[str] | None
     return out
 
 
-__all__ = ["COMPARE_FILES", "HTML_FILE", "CompareError", "Comparison", "build_view", "compare_runs",
-           "view_file", "write_comparison", "write_view"]
+__all__ = ["HTML_FILE", "CompareError", "Comparison", "build_view", "compare_runs", "open_comparable",
+           "view_file", "write_view"]

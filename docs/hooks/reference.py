@@ -268,10 +268,10 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     """(title, where, [(name, what it is)]) for every registry a config names components from."""
     from a2c.calibration_maps import CALIBRATION_METHODS
     from a2c.classification.perturbations import PERTURBATIONS
-    from a2c.data import DATASETS
     from a2c.judges.base import JUDGES
     from a2c.llm.config import GENERATOR_CONFIGS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
+    from a2c.qa.data import DATASETS
     from a2c.qa.measures import measure_label
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
@@ -292,7 +292,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
                 f"{_first_line(m.function.__doc__)}") for n, m in UNCERTAINTY_MEASURES.items()])
     yield ("Accuracy similarities (`accuracy.similarities:`)", "a2c.qa.scoring.SIMILARITIES",
            [(n, s.label) for n, s in SIMILARITIES.items()])
-    yield ("Datasets (`dataset.name:`)", "a2c.data.DATASETS",
+    yield ("Datasets (`dataset.name:`)", "a2c.qa.data.DATASETS",
            [(n, f"path: {d.path}; settings: {', '.join(sorted(d.settings)) or 'none'}")
             for n, d in DATASETS.items()])
     yield ("Calibration methods (`a2c calibrate --method`)", "a2c.calibration_maps.CALIBRATION_METHODS",

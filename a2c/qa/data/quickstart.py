@@ -6,7 +6,7 @@ Each entry: question, best answer, further correct answers, incorrect answers.
 
 from __future__ import annotations
 
-from a2c.data.records import QARecord
+from a2c.qa.data.records import QARecord
 
 _ENTRIES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("What is the largest planet in our solar system?", "Jupiter",

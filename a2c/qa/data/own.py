@@ -1,7 +1,7 @@
 """Your own questions: a local JSONL/CSV/parquet file or a Hugging Face dataset, through a column mapping.
 
 Both read rows through the shared machinery (`a2c.data.tables` for files, the same `Table` for hub rows)
-and turn them into records with `a2c.data.columns`, so a file and a hub dataset with the same columns give
+and turn them into records with `a2c.qa.data.columns`, so a file and a hub dataset with the same columns give
 the same records. References are optional per question.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from a2c.data.columns import ColumnMap, records_from_table
 from a2c.data.errors import DatasetError
-from a2c.data.records import QARecord
 from a2c.data.tables import Row, Table, read_table
 from a2c.files import DEFAULT_ENCODING
+from a2c.qa.data.columns import ColumnMap, records_from_table
+from a2c.qa.data.records import QARecord
 
 LOCAL_FILE_HINT = ("export it on a connected machine "
                    "(`datasets.load_dataset(...).to_json('questions.jsonl')`) and use "

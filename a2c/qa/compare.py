@@ -1,4 +1,5 @@
-"""`a2c compare`: the paper's Table 5 across QA runs, each change with a paired bootstrap interval.
+"""The QA task's `a2c compare` (`TaskSpec.compare`): the paper's Table 5 across runs, each change with a
+paired bootstrap interval.
 
 Rows are variation method × run (labelled by the run's model, or `--label`); columns are accuracy per
 similarity and Cons_sem per judge, before → after Ask-to-Choose, then the share of questions where A2C's
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from a2c.errors import A2CError
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.consistency import mean_defined
 from a2c.qa.config import ExperimentConfig
@@ -48,7 +48,7 @@ from a2c.qa.summary import QASummary, judge_label
 from a2c.reporting import Table, fmt, png_bytes, pyplot
 from a2c.runfiles import RunFile
 from a2c.store import RunFolder
-from a2c.view.runs import OpenedRun, open_run
+from a2c.tasks import CompareError, Comparer, OpenedRun
 from a2c.viewdata import Image, Section, TableBlock, Text
 
 RESAMPLES = 2000
@@ -56,10 +56,6 @@ LEVEL = 0.95
 SEED = 0  # fixed, so the same runs always get the same intervals
 COMPARE_MD, COMPARE_CSV, COMPARE_PNG = RunFile("compare.md"), RunFile("compare.csv"), RunFile("compare.png")
 COMPARE_FILES = (COMPARE_MD, COMPARE_CSV, COMPARE_PNG)
-
-
-class CompareError(A2CError):
-    """Runs that cannot be put side by side: not QA runs, other questions, labels that do not fit."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +214,14 @@ class Comparison:
             Image("after − before per run, with intervals", self.plot()),
             *((Text(FORMAT_FOLLOWING_NOTE), TableBlock(following)) if following else ())))]
 
+    def write(self, out: Path) -> list[Path]:
+        """compare.md, compare.csv and compare.png in `out` (created if needed)."""
+        folder = RunFolder(out)
+        folder.write_text(COMPARE_MD.name, self.markdown())
+        folder.write_text(COMPARE_CSV.name, self.long_table().csv())
+        folder.write_bytes(COMPARE_PNG.name, self.plot())
+        return [folder.file(f.name) for f in COMPARE_FILES]
+
 
 def _short(label: str, limit: int = 70) -> str:
     return label if len(label) <= limit else label[:limit - 1] + "…"
@@ -277,20 +281,9 @@ def _questions(run: OpenedRun, rows: Sequence[MetricRow]) -> dict[str, str]:
     return {r.id: texts.get(r.id, "") for r in rows}
 
 
-def compare_runs(paths: Sequence[Path], *, labels: Sequence[str] | None = None, intersect: bool = False
-                 ) -> Comparison:
-    """Open QA run folders and compare them (see the module's doc)."""
-    return compare_opened([open_run(Path(p), data=False) for p in paths], labels=labels, intersect=intersect)
-
-
-def compare_opened(opened: Sequence[OpenedRun], *, labels: Sequence[str] | None = None,
-                   intersect: bool = False) -> Comparison:
-    """Compare runs already open."""
-    if not opened:
-        raise CompareError("give at least one run folder")
-    for run in opened:
-        if not isinstance(run.summary, QASummary):
-            raise CompareError(f"{run.path} is a {run.task.name} run; a2c compare compares QA runs")
+def compare_opened(opened: Sequence[OpenedRun], labels: Sequence[str] | None = None, intersect: bool = False
+                   ) -> Comparison:
+    """Compare open QA runs (see the module's doc); the core has checked they are QA runs."""
     summaries = [r.summary for r in opened if isinstance(r.summary, QASummary)]
     names = _labels(opened, summaries, labels)
     metric_rows = [run.folder.read_rows(METRICS) for run in opened]
@@ -341,10 +334,5 @@ def _cell(run: ComparedRun, source: Source, metric: Metric, questions: Sequence[
     return Cell(mean_defined([b for b, _ in pairs])[0], mean_defined([a for _, a in pairs])[0], difference)
 
 
-def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
-    """compare.md, compare.csv and compare.png in `out` (created if needed)."""
-    folder = RunFolder(out)
-    folder.write_text(COMPARE_MD.name, comparison.markdown())
-    folder.write_text(COMPARE_CSV.name, comparison.long_table().csv())
-    folder.write_bytes(COMPARE_PNG.name, comparison.plot())
-    return [folder.file(f.name) for f in COMPARE_FILES]
+
+COMPARER = Comparer(compare_opened, tuple(f.name for f in COMPARE_FILES))  # the QA task's `compare`

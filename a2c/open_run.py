@@ -4,31 +4,12 @@ it out, with the reason, instead of failing the whole view)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
-
-from a2c.config import RunConfig
 from a2c.errors import A2CError
 from a2c.pipeline import CONFIG_FILE, RunFolderError
 from a2c.store import RunFolder
-from a2c.tasks import TaskSpec, parse_config, task_of
-
-
-@dataclass(frozen=True)
-class OpenedRun:
-    folder: RunFolder
-    config: RunConfig
-    task: TaskSpec[Any]
-    summary: BaseModel
-    data: Any | None  # the task's data (`TaskSpec.load_data`); None where it cannot be read now
-    data_problem: str | None  # why not
-
-    @property
-    def path(self) -> Path:
-        return self.folder.path
+from a2c.tasks import OpenedRun, parse_config, task_of
 
 
 def open_run(path: Path, *, data: bool = True) -> OpenedRun:

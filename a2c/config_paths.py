@@ -2,7 +2,7 @@
 whichever folder `a2c run` starts in (a config beside its data says `path: questions.jsonl`).
 
 Applied to the YAML data before validation (`a2c.tasks.parse_config`), for the keys every run config has
-(`CORE_PATH_KEYS`) and those its task declares (`TaskSpec.path_keys`); absolute paths are kept. A path that
+(`CORE_PATH_KEYS`) and those its task declares (its config model's `path_keys`); absolute paths are kept. A path that
 must exist and does not fails here, with the config line and the absolute path searched. Defaults are not
 paths written in the config: the request cache (`.a2c-cache/cache.sqlite`, also when written out as such, as a
 run's stored config does) and the run folder (`runs/NAME`) stay in the working folder; paths given on the
@@ -39,7 +39,7 @@ def generator_keys(*at: str) -> tuple[PathKey, ...]:
     return PathKey((*at, "cache"), "created"), PathKey((*at, "model"), "model")
 
 
-# what every run config has (`a2c.config.RunConfig`); a task adds its own (`TaskSpec.path_keys`)
+# what every run config has (`a2c.config.RunConfig`); a task adds its own (its config model's `path_keys`)
 CORE_PATH_KEYS: tuple[PathKey, ...] = (
     *generator_keys("generator"), *generator_keys("aux_generator"), PathKey(("output",), "created"))
 

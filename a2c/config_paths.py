@@ -2,12 +2,11 @@
 whichever folder `a2c run` starts in (a config beside its data says `path: questions.jsonl`).
 
 Applied to the YAML data before validation (`a2c.tasks.parse_config`), for the keys every run config has
-(`CORE_PATH_KEYS`) and those its task declares (its config model's `path_keys`); absolute paths are kept. A path that
-must exist and does not fails here, with the config line and the absolute path searched. Defaults are not
-paths written in the config: the request cache (`.a2c-cache/cache.sqlite`, also when written out as such, as a
-run's stored config does) and the run folder (`runs/NAME`) stay in the working folder; paths given on the
-command line stay relative to it too.
-"""
+(`CORE_PATH_KEYS`) and those its task declares (its config model's `path_keys`); absolute paths are kept. A
+path that must exist and does not fails here, with the config line and the absolute path searched. Defaults
+are not paths written in the config: the request cache (`.a2c-cache/cache.sqlite`, also when written out as
+such, as a run's stored config does) and the run folder (`runs/NAME`) stay in the working folder; paths given
+on the command line stay relative to it too."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ request cache serves every generation that had finished, so an interrupted run r
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -72,6 +73,18 @@ def read_back_files(run_dir: Path) -> set[str] | None:
     return _written_by_a2c(folder) - {VIEW_FILE, CALIBRATION_FILE} if folder.exists(RUN_FILE) else None
 
 
+# what a stage's stream writes into until it is renamed into place (`RunFolder.streams`)
+_TEMP = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.tmp")
+
+
+def _abandoned_temps(folder: RunFolder) -> list[Path]:
+    """Half-written streams of one of a2c's own files, left by a run that was killed (kill -9, power loss)
+    before it could rename or remove them. Only called with the folder's lock held, so no writer is alive."""
+    ours = _written_by_a2c(folder)
+    return sorted(e for e in folder.path.iterdir() if e.is_file() and not e.is_symlink()
+                  and (m := _TEMP.fullmatch(e.name)) is not None and m["name"] in ours)
+
+
 def _foreign_files(folder: RunFolder) -> list[str]:
     """Top-level files (and links) a2c did not write: their folder is no run folder. Subfolders other
     than `stages/` are never touched, so whatever they hold (a `.git`, notes, the cache) is left alone."""
@@ -103,6 +116,8 @@ def claim_run_folder(config: RunConfig, run_dir: Path, *, force: bool) -> Iterat
     of a run that is still going."""
     with hold_run_folder(run_dir):
         folder = RunFolder(run_dir)
+        for temp in _abandoned_temps(folder):
+            temp.unlink()
         foreign = _foreign_files(folder)
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")

@@ -402,3 +402,20 @@ def test_a2c_report_then_a2c_run_reuses_the_report(root):
     assert (root / "run" / "report.md").read_text() == before
     result = run_experiment(_config(root), progress=False)
     assert _ran(result) == [] and result.stages["report"].why == "same config slice and inputs"
+
+
+def test_a_killed_runs_half_written_stream_is_removed_and_a_look_alike_of_another_file_is_refused(finished,
+                                                                                                  tmp_path):
+    run = tmp_path / "killed"
+    shutil.copytree(finished / "run", run)
+    (run / ".generations.jsonl.4242.0bb28fcf.tmp").write_text('{"id": "half a row')  # kill -9 mid-stage
+    with claim_run_folder(_config(tmp_path), run, force=False):
+        pass
+    assert not any(p.name.endswith(".tmp") for p in run.iterdir())
+
+    # the same shape around a name a2c never writes is someone else's file: refused, not deleted
+    (run / ".notes.txt.4242.0bb28fcf.tmp").write_text("mine")
+    with pytest.raises(RunFolderError, match=r"holds files a2c did not write \(\.notes\.txt\.4242"), \
+            claim_run_folder(_config(tmp_path), run, force=True):
+        pass
+    assert (run / ".notes.txt.4242.0bb28fcf.tmp").read_text() == "mine"

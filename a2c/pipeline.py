@@ -9,7 +9,6 @@ request cache serves every generation that had finished, so an interrupted run r
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -33,7 +32,7 @@ from a2c.stage import (
     run_stage,
     run_stages,
 )
-from a2c.store import RunFolder
+from a2c.store import RunFolder, streamed_name
 from a2c.tasks import TASKS, TaskSpec, load_config, task_of
 
 RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
@@ -73,22 +72,17 @@ def read_back_files(run_dir: Path) -> set[str] | None:
     return _written_by_a2c(folder) - {VIEW_FILE, CALIBRATION_FILE} if folder.exists(RUN_FILE) else None
 
 
-# what a stage's stream writes into until it is renamed into place (`RunFolder.streams`)
-_TEMP = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.tmp")
+def _abandoned_temps(folder: RunFolder, ours: set[str]) -> list[Path]:
+    """Half-written streams (`RunFolder.streams`) of one of a2c's own files, left by a run that was killed
+    (kill -9, power loss) before it could rename or remove them. Only called with the folder's lock held,
+    so no writer is alive."""
+    return sorted(e for e in folder.path.iterdir()
+                  if e.is_file() and not e.is_symlink() and streamed_name(e.name) in ours)
 
 
-def _abandoned_temps(folder: RunFolder) -> list[Path]:
-    """Half-written streams of one of a2c's own files, left by a run that was killed (kill -9, power loss)
-    before it could rename or remove them. Only called with the folder's lock held, so no writer is alive."""
-    ours = _written_by_a2c(folder)
-    return sorted(e for e in folder.path.iterdir() if e.is_file() and not e.is_symlink()
-                  and (m := _TEMP.fullmatch(e.name)) is not None and m["name"] in ours)
-
-
-def _foreign_files(folder: RunFolder) -> list[str]:
+def _foreign_files(folder: RunFolder, ours: set[str]) -> list[str]:
     """Top-level files (and links) a2c did not write: their folder is no run folder. Subfolders other
     than `stages/` are never touched, so whatever they hold (a `.git`, notes, the cache) is left alone."""
-    ours = _written_by_a2c(folder)
     return sorted(e.name for e in folder.path.iterdir()
                   if (not e.is_dir() or e.is_symlink()) and e.name not in ours)
 
@@ -116,9 +110,10 @@ def claim_run_folder(config: RunConfig, run_dir: Path, *, force: bool) -> Iterat
     of a run that is still going."""
     with hold_run_folder(run_dir):
         folder = RunFolder(run_dir)
-        for temp in _abandoned_temps(folder):
+        ours = _written_by_a2c(folder)
+        for temp in _abandoned_temps(folder, ours):
             temp.unlink()
-        foreign = _foreign_files(folder)
+        foreign = _foreign_files(folder, ours)
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise RunFolderError(f"{run_dir} holds files a2c did not write ({shown}), so it is no run folder "

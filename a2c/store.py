@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -26,6 +27,19 @@ import numpy as np
 from a2c.faults import environment_fault
 from a2c.runfiles import MatricesFile, MatrixSet, R, RowsFile, RunFileError
 
+# a stream is written beside its file under this name and renamed into place when it is complete
+_TEMP = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.tmp")
+
+
+def _temp_name(name: str) -> str:
+    return f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+
+
+def streamed_name(temp: str) -> str | None:
+    """The file a stream's temporary name is for (None: not such a name), so a folder can recognise the
+    half-written stream a killed process left."""
+    match = _TEMP.fullmatch(temp)
+    return None if match is None else match["name"]
 
 class Store(ABC):
     """The files of one run, by name (`stages/variation.json` for a file in a subfolder)."""
@@ -168,7 +182,7 @@ class RunFolder(Store):
                     # not mkstemp: its files are 0600 whatever the umask, and a run's files are shared (a
                     # report to mail, a folder on a group server); none holds a secret (keys stay in the
                     # environment)
-                    tmps.append(f"{current.parent}/.{current.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+                    tmps.append(str(current.parent / _temp_name(current.name)))
                     fd = os.open(tmps[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                     handles.append(stack.enter_context(os.fdopen(fd, "wb", buffering=1 << 20)))
                 current = targets[0]

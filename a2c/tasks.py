@@ -1,12 +1,12 @@
 """The task registry: what a config's `task` runs, and how a config file becomes a task's config.
 
-A task (a wing: QA, classification) registers one `TaskSpec`: its config model, how its data is
-read through at load, its stages and their context, the summary model its metrics stage writes, the stages
-`a2c report` re-runs and how its report is drawn, and what else it supports: a view (`a2c view`), a
-comparison of runs (`a2c compare`), serving (`a2c serve`); its config model declares the keys that hold
-paths (`RunConfig.path_keys`). `a2c run`,
-`a2c report`, `a2c.run_experiment`, config dispatch and those commands all ask it, so the core names no
-task. Entries are lazy (`"module:attr"`): reading a config imports only its own task.
+A task (a wing: QA, classification) registers one `TaskSpec`: its config model, how its data is read through
+at load, its stages and their context, the summary model its metrics stage writes, the stages `a2c report`
+re-runs and how its report is drawn, and what else it supports: a view (`a2c view`), a comparison of runs
+(`a2c compare`), serving (`a2c serve`); its config model declares the keys that hold paths
+(`RunConfig.path_keys`). `a2c run`, `a2c report`, `a2c.run_experiment`, config dispatch and those commands
+all ask it, so the core names no task. Entries are lazy (`"module:attr"`): reading a config imports only its
+own task.
 """
 
 from __future__ import annotations

@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar
 
-from tqdm import tqdm
-
 from a2c.config import RunConfig
 from a2c.devices import device_type, resolve_device
 from a2c.llm import GenerationStats, Generator, GeneratorConfig, build_generator
 from a2c.llm.config import InProcessConfig
+from a2c.llm.progress import bar, status, ticking
 from a2c.runfiles import RunFile, RunFileError
 from a2c.store import Store
 
@@ -102,13 +101,15 @@ class RunContext(ABC, Generic[C]):
                 setattr(stats, name, getattr(stats, name) + done)
 
     def chunks(self, desc: str, items: Sequence[T]) -> Iterator[list[T]]:
-        """`chunk_size` items at a time with a progress bar (counts and ETA) over all of them."""
+        """`chunk_size` items at a time with a progress bar (counts and ETA) over all of them, its clock
+        redrawn every second on a terminal while a chunk runs."""
         size = self.config.chunk_size
-        with tqdm(total=len(items), desc=desc, unit="q", disable=not self.progress, leave=True) as bar:
+        shown = bar(total=len(items), desc=desc, unit="q", disable=not self.progress, leave=True)
+        with ticking(shown):
             for start in range(0, len(items), size):
                 chunk = list(items[start:start + size])
                 yield chunk
-                bar.update(len(chunk))
+                shown.update(len(chunk))
 
     @property
     @abstractmethod
@@ -250,7 +251,8 @@ def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | 
                 ctx.store.delete(file.name)
             ctx.store.delete(stage.marker)
             continue
-        decision = decide(ctx, stage)
+        with status(f"{stage.name}: comparing with what the run folder holds"):  # may import torch
+            decision = decide(ctx, stage)
         if log is not None:
             damaged = "damaged" in decision.why
             repair = "; made again, the request cache serves its model calls" if damaged else ""

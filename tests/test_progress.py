@@ -6,14 +6,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from typing import ClassVar
 
 import pytest
 import tqdm
 
+import a2c.llm.scripted
 from a2c.cli import main
-from a2c.llm import GenerationRequest, GeneratorConfig, Message, build_generator
-from a2c.llm.progress import QUIET_ENV, generation_progress
+from a2c.llm import Completion, GenerationRequest, GeneratorConfig, Message, build_generator, progress
+from a2c.llm.progress import QUIET_ENV, decoding_step, generation_progress, reading_prompts, status
+from a2c.llm.sampling import CachedGenerator, Emit, SampleResult
 
 SCRIPTED = ["--backend", "scripted", "--model", "scripted:1|2|Paris|Rome\nMadrid|Which one?", "--judge",
             "exact", "--no-cache"]
@@ -36,7 +40,9 @@ class Recorder(tqdm.tqdm):
 
     def update(self, n: float | None = 1) -> bool | None:
         self.steps.append(int(n or 0))
-        return super().update(n)
+        moved = super().update(n)
+        self.drawn = [*getattr(self, "drawn", []), str(self)]  # the bar as it reads after each move
+        return moved
 
     def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
         self.postfixes = [*getattr(self, "postfixes", []), s]
@@ -63,6 +69,95 @@ def recorder(monkeypatch):
     return Recorder
 
 
+class Stepping:
+    """A backend that runs its jobs as one batch, reporting the forward pass over the prompts (`reading`
+    seconds) and each decoding step (`step` seconds each), as the transformers backend does."""
+
+    backend, model, truncates_to, keep_going, sampler = "stepping", "fake", None, False, None
+
+    def __init__(self, reading: float = 0.0, step: float = 0.0) -> None:
+        self.reading, self.step = reading, step
+
+    def served_model(self) -> None:
+        return None
+
+    def draw_identity(self) -> None:
+        return None
+
+    def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
+        reading_prompts(len(jobs), 10 * len(jobs))
+        time.sleep(self.reading)
+        steps = max(job.max_tokens for job in jobs)
+        for step in range(1, steps + 1):
+            time.sleep(self.step)
+            decoding_step(len(jobs), step, steps)
+        emit([(j, SampleResult(Completion("x", "stop", 1))) for j in range(len(jobs))])
+
+
+def _asked(prompts: int, max_tokens: int) -> list[GenerationRequest]:
+    return [GenerationRequest(prompt=f"Question {i}?", max_tokens=max_tokens) for i in range(prompts)]
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """Bars drawn as on a terminal (captured stderr is none), with a fast clock."""
+    monkeypatch.setattr(progress, "on_terminal", lambda: True)
+    monkeypatch.setattr(progress, "TICK_SECONDS", 0.05)
+    monkeypatch.setattr(progress, "STATUS_AFTER_SECONDS", 0.1)
+
+
+def test_a_generate_call_over_one_batch_moves_every_step_with_an_eta(recorder):
+    generator = CachedGenerator(Stepping(step=0.02))
+    with generation_progress("answers: generate"):
+        generator.generate(_asked(4, max_tokens=10))
+    bar = recorder.made[-1]
+    # drawn as the prompts are read, moved by each step, the budget left at the end is none
+    assert bar.steps == [0, *[4] * 10, 0] and (bar.n, bar.total) == (40, 40)
+    assert "<?" in bar.drawn[0] and "<?" not in bar.drawn[5], bar.drawn  # an ETA from the first steps on
+    assert bar.postfixes[-1] == "4/4 prompts"
+
+
+def test_a_long_forward_pass_still_redraws_the_bar_on_a_terminal(capsys, terminal):
+    """No step for half a second (one forward pass over long prompts): the clock is redrawn meanwhile."""
+    with generation_progress("answers: generate"):
+        CachedGenerator(Stepping(reading=0.5)).generate(_asked(2, max_tokens=3))
+    assert capsys.readouterr().err.count("reading 2 prompts (20 tokens)") >= 4
+
+
+def test_in_a_log_the_bar_is_not_redrawn_every_step(capsys):
+    with generation_progress("answers: generate"):
+        CachedGenerator(Stepping()).generate(_asked(2, max_tokens=40))
+    err = capsys.readouterr().err
+    assert "answers: generate" in err and err.count("\r") <= 4, err  # drawn, closed; not 40 redraws
+
+
+class SlowLoad(a2c.llm.scripted.ScriptedBackend):
+    def __init__(self, model: str) -> None:
+        time.sleep(0.6)
+        super().__init__(model)
+
+
+def test_a_loading_status_updates_while_a_slow_load_sleeps(capsys, terminal, monkeypatch):
+    monkeypatch.setattr(a2c.llm.scripted, "ScriptedBackend", SlowLoad)
+    with generation_progress("variation: generate"):
+        build_generator(GeneratorConfig(backend="scripted", model="scripted:slow|load", cache=None))
+    assert capsys.readouterr().err.count("loading scripted:slow|load … 00:00") >= 3
+    build_generator(GeneratorConfig(backend="scripted", model="scripted:slow|library", cache=None))
+    with generation_progress("variation: generate", enabled=False):  # --no-progress
+        build_generator(GeneratorConfig(backend="scripted", model="scripted:slow|quiet", cache=None))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_status_line_is_left_out_of_a_log_and_of_quick_work(capsys, terminal, monkeypatch):
+    with generation_progress("report"):
+        with status("quick"):
+            pass
+        monkeypatch.setattr(progress, "on_terminal", lambda: False)
+        with status("in a log"):
+            time.sleep(0.3)
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.slow
 def test_the_bar_moves_per_batch_and_counts_cached_prompts_as_done(recorder, tmp_path):
     generator = build_generator(GeneratorConfig(backend="transformers", batch_size=2,
@@ -72,12 +167,14 @@ def test_the_bar_moves_per_batch_and_counts_cached_prompts_as_done(recorder, tmp
     with generation_progress("answers: generate"):
         generator.generate(requests)
     bar = recorder.made[-1]
-    assert (bar.desc, bar.total, bar.n, bar.shown) == ("answers: generate", 3, 3, True)
-    assert bar.steps == [2, 1]  # the backend's two batches of batch_size 2, not one jump at the end
+    # the bar counts token budgets (3 prompts of max_tokens 2); the prompts done are in its postfix
+    assert (bar.desc, bar.total, bar.n, bar.shown) == ("answers: generate", 6, 6, True)
+    assert bar.postfixes[-1] == "3/3 prompts"
+    assert "2/3 prompts" in bar.postfixes  # the first batch of batch_size 2, not one jump at the end
     with generation_progress("answers: generate"):
         generator.generate([*requests, GenerationRequest(prompt="One more", max_tokens=2)])
     bar = recorder.made[-1]
-    assert (bar.total, bar.steps, bar.n) == (4, [1], 4)  # three served by the cache: done from the start
+    assert (bar.total, bar.n) == (8, 8) and sum(bar.steps) == 2  # three served by the cache: done at once
     generator.generate(requests)
     assert not recorder.made[-1].shown  # outside generation_progress (library use): no bar
     with generation_progress("answers: generate", enabled=False):
@@ -87,16 +184,17 @@ def test_the_bar_moves_per_batch_and_counts_cached_prompts_as_done(recorder, tmp
 
 @pytest.mark.slow
 def test_the_bar_moves_every_decoding_step_inside_a_batch(recorder):
-    """One batch of 3 prompts runs as one whole: the bar's count moves once, at its end, but the bar is
-    redrawn every decoding step (a batch of 32 took minutes on 2 cores with a still bar)."""
+    """One batch of 3 prompts runs as one whole: the bar says it reads the prompts, then moves one token of
+    every row per decoding step (a batch of 32 took minutes on 2 cores with a still bar)."""
     generator = build_generator(GeneratorConfig(backend="transformers", batch_size=8, cache=None))
     requests = [GenerationRequest(messages=(Message("user", f"Count to {i}."),), max_tokens=5,
                                   temperature=1.0, seed=i) for i in range(3)]
     with generation_progress("answers: generate"):
         generator.generate(requests)
     bar = recorder.made[-1]
-    assert bar.steps == [3]
-    assert bar.postfixes[:2] == ["batch token 1/5", "batch token 2/5"] and len(bar.postfixes) <= 5
+    assert bar.steps[:3] == [0, 3, 3] and (bar.n, bar.total) == (15, 15)  # read, then a token of each row
+    said = [p.partition(", ")[2] for p in bar.postfixes]  # after "0/3 prompts, "
+    assert said[0].startswith("reading 3 prompts (") and said[1:3] == ["token 1/5", "token 2/5"], said
     generator.generate(requests[:1])
     assert not getattr(recorder.made[-1], "postfixes", [])  # outside generation_progress: nothing drawn
 
@@ -120,7 +218,7 @@ def _probe(*args: str, cwd) -> subprocess.CompletedProcess:
 
 def test_no_progress_silences_the_generation_bars(tmp_path):
     shown = _probe(*SCRIPTED, cwd=tmp_path).stderr
-    assert "variation: generate" in shown and "prompt/s" in shown  # a bar per generate call
+    assert "variation: generate" in shown and "prompts]" in shown  # a bar per generate call
     silent = _probe(*SCRIPTED, "--no-progress", cwd=tmp_path).stderr
     assert ": generate" not in silent and "%|" not in silent
     assert all(part in silent for part in STAGE_LINES)
@@ -168,5 +266,5 @@ def test_run_shows_a_bar_per_generate_call_unless_no_progress(tmp_path):
         return result.stderr
 
     shown, silent = run(), run("--no-progress")
-    assert "generate:" in shown and "prompt/s" in shown, shown[-2000:]
+    assert "generate:" in shown and "prompts]" in shown, shown[-2000:]
     assert "generate" not in silent and "%|" not in silent, silent[-2000:]

@@ -49,11 +49,13 @@ def check_human_labels(path: Path) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from a2c.llm.progress import generation_progress
     from a2c.pipeline import RunFolder, report_run, run_task
 
     if args.human_labels is not None:
         check_human_labels(args.human_labels)  # before rescoring, which loads models
-    report_run(args.run_dir, rescore=not args.no_rescore, human_labels=args.human_labels, progress=True)
+    with generation_progress("report"):  # status lines while a similarity model loads and scores
+        report_run(args.run_dir, rescore=not args.no_rescore, human_labels=args.human_labels, progress=True)
     # the result in a few lines, as `a2c run` ends; the whole report is in the file (and `a2c view`)
     task = run_task(args.run_dir)
     if task.headline is not None:

@@ -108,18 +108,20 @@ def _run(args: argparse.Namespace) -> int:
     # the config first: a mistake in it is reported before the pipeline's libraries load
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
                              dataset_path=args.dataset_path)
-    from a2c.faults import gpu_memory_fault
-    from a2c.llm.progress import generation_progress
-    from a2c.llm.server import check_servers
-    from a2c.pipeline import run_experiment
-    from a2c.runpaths import run_output
+    from a2c.llm.progress import generation_progress, status
 
-    check_servers(served_generators(config))  # a server that is down fails now, not after its retries
-    check_models = task_of(config).check_models
-    if check_models is not None:
-        check_models(config)  # so does a judge or similarity model that is nowhere to be had
-    output = None if args.output is None else run_output(str(args.output))  # as `output:` is normalised
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
+        with status("preparing the run (libraries, servers, models)"):  # seconds on a busy CPU
+            from a2c.faults import gpu_memory_fault
+            from a2c.llm.server import check_servers
+            from a2c.pipeline import run_experiment
+            from a2c.runpaths import run_output
+
+            check_servers(served_generators(config))  # a server that is down fails now, not after retries
+            check_models = task_of(config).check_models
+            if check_models is not None:
+                check_models(config)  # so does a judge or similarity model that is nowhere to be had
+        output = None if args.output is None else run_output(str(args.output))  # as `output:` is normalised
         try:
             result = run_experiment(config, run_dir=output, force=args.force, progress=not args.no_progress,
                                     log=print)

@@ -13,6 +13,7 @@ from a2c.llm.backends import BACKENDS
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats, Generator, Message
 from a2c.llm.config import AnyGeneratorConfig, GeneratorConfig, validate_generator
 from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.llm.progress import status
 from a2c.llm.sampling import CachedGenerator
 
 __all__ = [
@@ -34,7 +35,8 @@ __all__ = [
 
 @lru_cache(maxsize=16)
 def _build(config: GeneratorConfig) -> CachedGenerator:
-    impl = BACKENDS.get(config.backend)(config)
+    with status(f"loading {config.model}"):  # an in-process model takes seconds to a minute
+        impl = BACKENDS.get(config.backend)(config)
     return CachedGenerator(impl, open_cache(config.cache))
 
 

@@ -1,10 +1,20 @@
-"""Feedback while generating: a bar of prompts done / total per `generate` call, moved per finished batch.
+"""Feedback while a2c works: bars that move at least every second on a terminal, and stay quiet in a log.
 
-A stage's chunk of questions can take minutes, so a bar per chunk sits still; every backend reports each
-finished batch through `emit`, which is where this bar moves, and a backend that runs a batch as one whole
-(transformers) reports each decoding step through `decoding_step`, so the bar moves inside a batch too.
-Bars are off unless a caller opts in with `generation_progress` (a stage runner, the probe command), so
-library use stays silent.
+A stage's chunk of questions can take minutes, so a bar per chunk alone sits still. Inside it:
+- every `generate` call has a bar (`generation_bar`) that counts token budgets (a prompt weighs its
+  `max_tokens`): each finished batch moves it (`GenerationBar.finished`, through the backend's `emit`), and
+  a backend that runs a batch as one whole (transformers) reports each decoding step (`decoding_step`) and
+  the forward pass that reads the batch's prompts (`reading_prompts`), so the bar and its ETA move inside
+  a batch too;
+- work with no count of its own (a model or judge loading, a judge scoring a chunk, the report's figures)
+  shows a status line with its elapsed time (`status`).
+On a terminal a background thread redraws every open bar each `TICK_SECONDS` (`ticking`), so even one long
+forward pass shows its clock moving. Written to a file or pipe (a log), bars redraw at most every
+`LOG_REDRAW_SECONDS` and status lines are left out: a log gets no carriage-return stream.
+
+Bars are off unless a caller opts in with `generation_progress` (a stage runner, the probe command,
+`AskToChoose.answer(progress=True)`), so library use stays silent. Progress is display only: nothing here
+changes what a model computes.
 
 Other libraries' bars (GGUF conversion, weight loading, downloads) say nothing a user can act on and
 repeat on every command; `quiet_library_progress` silences them (the CLI calls it unless `--debug`).
@@ -14,7 +24,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -22,6 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tqdm import tqdm
+
+TICK_SECONDS = 1.0  # a shown bar on a terminal is redrawn at least this often, moving or not
+LOG_REDRAW_SECONDS = 30.0  # a bar written to a file or pipe is redrawn at most this often
+STATUS_AFTER_SECONDS = 1.0  # a status line appears only for work that lasts longer than this
 
 
 @dataclass(frozen=True)
@@ -31,13 +47,13 @@ class _Bars:
 
 
 _BARS: ContextVar[_Bars | None] = ContextVar("a2c_generation_bars", default=None)
-_OPEN: ContextVar[tqdm[Any] | None] = ContextVar("a2c_open_generation_bar", default=None)
+_OPEN: ContextVar[GenerationBar | None] = ContextVar("a2c_open_generation_bar", default=None)
 
 
 @contextmanager
 def generation_progress(desc: str, enabled: bool = True) -> Iterator[None]:
-    """Within the block, every `generate` call shows a bar labelled `desc` (none when not `enabled`); an
-    inner block's label and switch win."""
+    """Within the block, every `generate` call shows a bar labelled `desc` and long work a `status` line
+    (none when not `enabled`); an inner block's label and switch win."""
     token = _BARS.set(_Bars(desc, enabled))
     try:
         yield
@@ -45,35 +61,141 @@ def generation_progress(desc: str, enabled: bool = True) -> Iterator[None]:
         _BARS.reset(token)
 
 
-def generation_bar(total: int, done: int) -> tqdm[Any]:
-    """The bar of one `generate` call: `total` samples, `done` of them already served by the cache.
-    Disabled outside `generation_progress`. Passing `disable` explicitly keeps it independent of the
-    `TQDM_DISABLE` default that silences other libraries' bars."""
+def _bars_on() -> bool:
+    bars = _BARS.get()
+    return bars is not None and bars.enabled
+
+
+def on_terminal() -> bool:
+    """Whether bars (drawn on stderr, as tqdm does) reach a terminal rather than a log."""
+    return sys.stderr.isatty()
+
+
+def bar(**options: Any) -> tqdm[Any]:
+    """A tqdm bar as every a2c bar is made: redrawn at most every `LOG_REDRAW_SECONDS` where stderr is no
+    terminal, columns following the terminal. `disable` is passed explicitly by callers, which keeps it
+    independent of the `TQDM_DISABLE` default that silences other libraries' bars."""
     from tqdm import tqdm  # not at import: `quiet_library_progress` must run before tqdm's first import
 
-    bars = _BARS.get()
-    return tqdm(total=total, initial=done, desc=bars.desc if bars else "", unit="prompt",
-                leave=False, disable=bars is None or not bars.enabled or total == 0, dynamic_ncols=True)
+    if not on_terminal():
+        options = {"mininterval": LOG_REDRAW_SECONDS, "maxinterval": LOG_REDRAW_SECONDS, **options}
+    made: tqdm[Any] = tqdm(dynamic_ncols=True, **options)
+    return made
 
 
 @contextmanager
-def showing(bar: tqdm[Any]) -> Iterator[tqdm[Any]]:
-    """Within the block, `decoding_step` reports to `bar` (the bar of the generate call running)."""
-    token = _OPEN.set(bar)
+def ticking(shown: tqdm[Any]) -> Iterator[tqdm[Any]]:
+    """Within the block, `shown` is redrawn every `TICK_SECONDS` by a background thread when it reaches a
+    terminal, so its clock (elapsed time, ETA) moves while the work in the block holds its count still;
+    the bar is closed at the end. A bar with a `delay` is first drawn once that has passed."""
+    with shown:
+        if shown.disable or not on_terminal():
+            yield shown
+            return
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(TICK_SECONDS):
+                if time.time() >= shown.start_t + (shown.delay or 0):
+                    shown.refresh()  # under tqdm's lock, which every bar's own redraw takes too
+
+        thread = threading.Thread(target=tick, name=f"a2c progress: {shown.desc}", daemon=True)
+        thread.start()
+        try:
+            yield shown
+        finally:
+            stop.set()
+            thread.join()
+
+
+@contextmanager
+def status(label: str) -> Iterator[None]:
+    """A line `label … 00:12` while the block runs, for work with no count of its own (a model or judge
+    loading, a judge scoring a chunk, drawing figures): shown on a terminal within `generation_progress`
+    once the work has lasted `STATUS_AFTER_SECONDS`, its clock redrawn every `TICK_SECONDS`; nothing in a
+    log or when bars are off."""
+    line = bar(total=None, desc=label, bar_format="{desc} … {elapsed}", leave=False,
+               delay=STATUS_AFTER_SECONDS, disable=not (_bars_on() and on_terminal()))
+    with ticking(line):
+        yield
+
+
+class GenerationBar:
+    """The bar of one `generate` call. It counts token budgets, each prompt weighing its `max_tokens`, so
+    a decoding step moves it by one token of every row in the batch and its ETA holds from the first
+    steps on (an upper bound: rows that stop early finish their budget at once); the prompts done are in
+    its postfix."""
+
+    def __init__(self, budgets: Sequence[int], done: Sequence[int]) -> None:
+        """`budgets`: the `max_tokens` of every sample of the call; `done`: those of the samples the cache
+        served. Disabled outside `generation_progress`."""
+        bars = _BARS.get()
+        self.prompts, self.done = len(budgets), len(done)
+        self.stepped = 0  # budget credited by decoding steps of the batch running, before it finished
+        self.where = ""  # what the batch running is doing
+        self.bar = bar(total=sum(budgets), initial=sum(done), desc=bars.desc if bars else "", leave=False,
+                       bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
+                       postfix=self._said(), disable=not _bars_on() or not budgets)
+
+    def _said(self) -> str:
+        return f"{self.done}/{self.prompts} prompts" + (f", {self.where}" if self.where else "")
+
+    @property
+    def shown(self) -> bool:
+        return not self.bar.disable
+
+    def _show(self) -> None:
+        if self.shown:
+            self.bar.set_postfix_str(self._said(), refresh=False)
+
+    def finished(self, budgets: Sequence[int]) -> None:
+        """Samples with these budgets are done (a backend's `emit`): the budget not yet credited by
+        decoding steps is added."""
+        self.done += len(budgets)
+        credit, self.stepped, self.where = sum(budgets) - self.stepped, 0, ""
+        self._show()
+        self.bar.update(credit)
+
+    def stepped_to(self, rows: int, step: int, steps: int) -> None:
+        self.stepped += rows
+        self.where = f"token {step}/{steps}"
+        self._show()
+        self.bar.update(rows)
+
+    def reading(self, rows: int, tokens: int) -> None:
+        self.where = f"reading {rows} prompts ({tokens} tokens)"
+        self._show()
+        self.bar.update(0)  # drawn as an update is, so a log is not written to more often
+
+
+@contextmanager
+def showing(generation: GenerationBar) -> Iterator[GenerationBar]:
+    """Within the block, `decoding_step` and `reading_prompts` report to `generation` (the bar of the
+    generate call running), which `ticking` redraws every second on a terminal."""
+    token = _OPEN.set(generation)
     try:
-        with bar:
-            yield bar
+        with ticking(generation.bar):
+            yield generation
     finally:
         _OPEN.reset(token)
 
 
-def decoding_step(step: int, steps: int) -> None:
-    """A backend that runs a batch as one whole reports each decoding step here: a batch of 32 prompts on two
-    CPU cores takes minutes, and the bar, which counts finished prompts, would sit still for all of them;
-    the step it shows redraws it (and its elapsed time) every step."""
-    bar = _OPEN.get()
-    if bar is not None and not bar.disable:
-        bar.set_postfix_str(f"batch token {step}/{steps}")
+def reading_prompts(rows: int, tokens: int) -> None:
+    """A backend that runs a batch as one whole reports the forward pass that reads its prompts (`rows`
+    prompts, `tokens` in all, padding included): on a loaded CPU one pass over long prompts takes tens of
+    seconds before the first token, and the bar says what it waits for."""
+    generation = _OPEN.get()
+    if generation is not None and generation.shown:
+        generation.reading(rows, tokens)
+
+
+def decoding_step(rows: int, step: int, steps: int) -> None:
+    """A backend that runs a batch as one whole reports each decoding step of its `rows` rows here: a batch
+    of 32 prompts on two CPU cores takes minutes, and a bar of finished prompts would sit still for all of
+    them; each step moves the bar by one token of every row."""
+    generation = _OPEN.get()
+    if generation is not None and generation.shown:
+        generation.stepped_to(rows, step, steps)
 
 
 # read by tqdm (every bar's default `disable`) and huggingface_hub (also transformers' bars) at import

@@ -22,7 +22,7 @@ from a2c.cache import Cache, NoCache, damaged_cache, make_key
 from a2c.errors import A2CError
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
-from a2c.llm.progress import generation_bar, showing
+from a2c.llm.progress import GenerationBar, showing
 from a2c.wording import plural
 
 CACHE_NAMESPACE = "generation"
@@ -187,10 +187,12 @@ class CachedGenerator:
         jobs = [replace(requests[slots[s][0]], n=1, seed=sample_seed(requests[slots[s][0]].seed, slots[s][1]))
                 for s in todo]
 
-        bar = generation_bar(len(slots), done=len(slots) - len(jobs))
+        budgets = [requests[r].max_tokens for r, _ in slots]
+        running = set(todo)  # the others are served by the cache or by a duplicate within the call
+        bar = GenerationBar(budgets, done=[budgets[s] for s in range(len(slots)) if s not in running])
 
         def emit(done: list[tuple[int, SampleResult]]) -> None:
-            bar.update(len(done))
+            bar.finished([jobs[j].max_tokens for j, _ in done])
             for j, result in done:
                 results[todo[j]] = result
                 self.stats.generated += 1

@@ -31,6 +31,7 @@ from a2c.llm.config import DecodeLoop
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import ModelSource, resolve_model
+from a2c.llm.progress import decoding_step, reading_prompts
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 
@@ -124,11 +125,10 @@ def load_model(name: str, device: str = "cpu", dtype: str = "float32") -> tuple[
 
 def _row_sampler(jobs: Sequence[GenerationRequest], device: Any, max_tokens: int) -> Any:
     """A logits processor that leaves one token per row possible: the one `RowSampler` picks. Called once
-    per decoding step, it also reports the step to the progress bar."""
+    per decoding step, it also reports the step of the batch's rows to the progress bar."""
     import torch
     from transformers import LogitsProcessor
 
-    from a2c.llm.progress import decoding_step
     from a2c.llm.row_sampler import RowSampler
 
     sampler = RowSampler([j.temperature for j in jobs], [j.top_p for j in jobs], [j.seed for j in jobs],
@@ -139,7 +139,7 @@ def _row_sampler(jobs: Sequence[GenerationRequest], device: Any, max_tokens: int
 
         def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
             self.step += 1
-            decoding_step(self.step, max_tokens)
+            decoding_step(len(jobs), self.step, max_tokens)
             out = torch.full_like(scores, float("-inf"))
             return out.scatter_(1, sampler.pick(scores)[:, None], 0.0)
 
@@ -213,6 +213,7 @@ class TransformersBackend:
             out = None
         else:
             sampler = _row_sampler(jobs, self.lm.device, max_tokens)
+            reading_prompts(len(jobs), enc["input_ids"].numel())
             with torch.inference_mode():
                 out = self.lm.generate(**enc, generation_config=config, tokenizer=tok if stop else None,
                                        logits_processor=LogitsProcessorList([sampler]))

@@ -18,6 +18,7 @@ import numpy as np
 
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
+from a2c.llm.progress import status
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
 from a2c.paraphrase import paraphrase_questions
 from a2c.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
@@ -264,7 +265,8 @@ def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:
             keys = [(q, s) for q in chunk for s in SOURCES]
             matrices: dict[MatrixKey, np.ndarray] = {}
             for name, judge in judges.items():
-                per_set = judge.matrices([q.question for q, _ in keys], [sets[q.id][s] for q, s in keys])
+                with status(f"judges ({phase}): {name}"):  # a model judge loads on first use, then scores
+                    per_set = judge.matrices([q.question for q, _ in keys], [sets[q.id][s] for q, s in keys])
                 stats.judge_pairs_scored += judge.stats.scored
                 stats.judge_pairs_cached += judge.stats.cached
                 for (q, s), m in zip(keys, per_set, strict=True):
@@ -342,8 +344,11 @@ def _mean_accuracy(per_answer: list[TruthfulQAScores]) -> Accuracy | None:
 
 def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, list[TruthfulQAScores]]:
     """Every similarity's scores of the answers against their records, one batched call each."""
-    return {spec.name: score_answers(spec.name, answers, refs, **spec.options)
-            for spec in ctx.config.accuracy.similarities}
+    scores = {}
+    for spec in ctx.config.accuracy.similarities:
+        with status(f"accuracy: {spec.name}"):
+            scores[spec.name] = score_answers(spec.name, answers, refs, **spec.options)
+    return scores
 
 
 def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets, matrices: MatrixSet,
@@ -444,7 +449,8 @@ def _prompts_cut(ctx: QAContext) -> int:
 
 
 def run_report(ctx: QAContext, stats: StageStats) -> None:
-    write_report(ctx.store)
+    with status("report: tables and figures"):
+        write_report(ctx.store)
 
 
 def _no_settings(config: ExperimentConfig) -> Slice:

@@ -268,3 +268,19 @@ def test_run_shows_a_bar_per_generate_call_unless_no_progress(tmp_path):
     shown, silent = run(), run("--no-progress")
     assert "generate:" in shown and "prompts]" in shown, shown[-2000:]
     assert "generate" not in silent and "%|" not in silent, silent[-2000:]
+
+
+def test_the_wrapper_with_progress_moves_a_bar_every_decoding_step(recorder, capsys):
+    """`AskToChoose.answer(progress=True)`, the library path: a bar per generate call of each stage, moved
+    by every decoding step of the batch; without `progress` nothing is drawn."""
+    from a2c.choose import AskToChoose
+
+    wrapper = AskToChoose(CachedGenerator(Stepping()), temperatures=[0.5])
+    wrapper.answer("Where is the Eiffel Tower?", progress=True)
+    shown = [bar for bar in recorder.made if bar.shown]
+    assert {bar.desc for bar in shown} == {"variation: generate", "answers: generate", "a2c: generate"}
+    assert all(sum(1 for step in bar.steps if step) > 1 for bar in shown)  # moved within its one batch
+    assert "[3/3] a2c: done in" in capsys.readouterr().err
+    recorder.made.clear()
+    wrapper.answer("Where is the Eiffel Tower?")
+    assert not any(bar.shown for bar in recorder.made) and capsys.readouterr().err == ""

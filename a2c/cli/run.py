@@ -103,15 +103,14 @@ def batch_sizes(config: RunConfig) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from a2c.llm.progress import generation_progress, status
     from a2c.tasks import load_config, task_of
 
-    # the config first: a mistake in it is reported before the pipeline's libraries load
-    config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
-                             dataset_path=args.dataset_path)
-    from a2c.llm.progress import generation_progress, status
-
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
-        with status("preparing the run (libraries, servers, models)"):  # seconds on a busy CPU
+        with status("preparing the run (config, libraries, servers, models)"):  # seconds on a busy CPU
+            # the config first: a mistake in it is reported before the pipeline's libraries load
+            config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
+                                     dataset_path=args.dataset_path)
             from a2c.faults import gpu_memory_fault
             from a2c.llm.server import check_servers
             from a2c.pipeline import run_experiment

@@ -114,9 +114,11 @@ def status(label: str) -> Iterator[None]:
     loading, a judge scoring a chunk, drawing figures): shown on a terminal within `generation_progress`
     once the work has lasted `STATUS_AFTER_SECONDS`, its clock redrawn every `TICK_SECONDS`; nothing in a
     log or when bars are off."""
-    line = bar(total=None, desc=label, bar_format="{desc} … {elapsed}", leave=False,
-               delay=STATUS_AFTER_SECONDS, disable=not (_bars_on() and on_terminal()))
-    with ticking(line):
+    if not (_bars_on() and on_terminal()):
+        yield  # no bar made: a config error must not wait for tqdm's import (`a2c run bad.yaml`)
+        return
+    with ticking(bar(total=None, desc=label, bar_format="{desc} … {elapsed}", leave=False,
+                     delay=STATUS_AFTER_SECONDS, disable=False)):
         yield
 
 

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +57,33 @@ class TestInProcessEngine:
         assert raw.completions[0].logprobs and all(v <= 0 for v in raw.completions[0].logprobs[0].values())
         assert len(sampled.completions) == 4 and len({c.text for c in sampled.completions}) >= 2
 
+
+    def test_the_generate_bar_moves_as_each_request_finishes(self, vllm_backend, monkeypatch):
+        """The engine runs a batch as one `LLM.generate` call; the bar it is handed (`use_tqdm`) moves the
+        generate call's bar per finished request, before the batch is emitted."""
+        import tqdm
+
+        from a2c.llm.progress import generation_progress
+
+        made: list[Any] = []
+
+        class Recorded(tqdm.tqdm):  # type: ignore[type-arg]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.postfixes: list[str] = []
+                made.append(self)
+
+            def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+                self.postfixes.append(s)
+                super().set_postfix_str(s, refresh)
+
+        monkeypatch.setattr(tqdm, "tqdm", Recorded)
+        requests = [GenerationRequest(prompt=f"Count to {k}:", max_tokens=4) for k in range(3)]
+        with generation_progress("answers: generate"):
+            CachedGenerator(vllm_backend).generate(requests)
+        moved = [p for p in made[-1].postfixes if "samples of the batch" in p]
+        assert moved[0] == "0/3 prompts, 1/3 samples of the batch" and len(moved) == 3, made[-1].postfixes
+        assert made[-1].n == made[-1].total == 12
 
     def test_rerun_is_served_by_the_cache(self, vllm_backend, tmp_path):
         gen = CachedGenerator(vllm_backend, Cache(tmp_path / "c.sqlite"))

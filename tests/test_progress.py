@@ -65,7 +65,7 @@ def restored_env(monkeypatch):
 @pytest.fixture
 def recorder(monkeypatch):
     Recorder.made = []
-    monkeypatch.setattr(tqdm, "tqdm", Recorder)  # `generation_bar` imports tqdm.tqdm when it makes a bar
+    monkeypatch.setattr(tqdm, "tqdm", Recorder)  # `progress.bar` imports tqdm.tqdm when it makes a bar
     return Recorder
 
 
@@ -284,3 +284,38 @@ def test_the_wrapper_with_progress_moves_a_bar_every_decoding_step(recorder, cap
     recorder.made.clear()
     wrapper.answer("Where is the Eiffel Tower?")
     assert not any(bar.shown for bar in recorder.made) and capsys.readouterr().err == ""
+
+
+def test_vllm_finished_requests_move_the_generate_bar(recorder):
+    """vLLM's `LLM.generate` drives the `use_tqdm` it is given as its own bar (update per finished request,
+    postfix, format_dict); `engine_requests` passes that on to the generate call's bar."""
+    from a2c.llm.progress import engine_requests
+
+    class Engine:  # runs its batch as vLLM's offline loop does: one finished request at a time
+        backend, model, truncates_to, keep_going, sampler = "engine", "fake", None, False, None
+
+        def served_model(self) -> None:
+            return None
+
+        def draw_identity(self) -> None:
+            return None
+
+        def run(self, jobs: Sequence[GenerationRequest], emit: Emit) -> None:
+            use_tqdm = engine_requests(len(jobs), sum(job.max_tokens for job in jobs))
+            if use_tqdm:
+                assert callable(use_tqdm)
+                engine_bar = use_tqdm(total=len(jobs), desc="Processed prompts", dynamic_ncols=True,
+                                      postfix="")
+                for _ in jobs:
+                    speed = 1 / engine_bar.format_dict["elapsed"]
+                    engine_bar.postfix = f"est. speed input: {speed:.2f} toks/s"
+                    engine_bar.update(1)
+                engine_bar.close()
+            emit([(j, SampleResult(Completion("x", "stop", 1))) for j in range(len(jobs))])
+
+    with generation_progress("answers: generate"):
+        CachedGenerator(Engine()).generate(_asked(3, max_tokens=7))
+    bar = recorder.made[-1]
+    assert bar.steps == [7, 7, 7, 0] and (bar.n, bar.total) == (21, 21)
+    assert bar.postfixes[:3] == [f"0/3 prompts, {k}/3 samples of the batch" for k in (1, 2, 3)]
+    assert engine_requests(3, 21) is False  # no generate bar open: vLLM draws no bar of its own either

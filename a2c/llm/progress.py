@@ -1,11 +1,11 @@
 """Feedback while a2c works: bars that move at least every second on a terminal, and stay quiet in a log.
 
 A stage's chunk of questions can take minutes, so a bar per chunk alone sits still. Inside it:
-- every `generate` call has a bar (`generation_bar`) that counts token budgets (a prompt weighs its
+- every `generate` call has a bar (`GenerationBar`) that counts token budgets (a prompt weighs its
   `max_tokens`): each finished batch moves it (`GenerationBar.finished`, through the backend's `emit`), and
   a backend that runs a batch as one whole (transformers) reports each decoding step (`decoding_step`) and
-  the forward pass that reads the batch's prompts (`reading_prompts`), so the bar and its ETA move inside
-  a batch too;
+  the forward pass that reads the batch's prompts (`reading_prompts`), and in-process vLLM each finished
+  request (`engine_requests`), so the bar and its ETA move inside a batch too;
 - work with no count of its own (a model or judge loading, a judge scoring a chunk, the report's figures)
   shows a status line with its elapsed time (`status`).
 On a terminal a background thread redraws every open bar each `TICK_SECONDS` (`ticking`), so even one long
@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -159,10 +159,14 @@ class GenerationBar:
         self.bar.update(credit)
 
     def stepped_to(self, rows: int, step: int, steps: int) -> None:
-        self.stepped += rows
-        self.where = f"token {step}/{steps}"
+        self.credit(rows, f"token {step}/{steps}")
+
+    def credit(self, budget: int, where: str) -> None:
+        """Part of the running batch's budget is done (`where` says how far it is)."""
+        self.stepped += budget
+        self.where = where
         self._show()
-        self.bar.update(rows)
+        self.bar.update(budget)
 
     def reading(self, rows: int, tokens: int) -> None:
         self.where = f"reading {rows} prompts ({tokens} tokens)"
@@ -180,6 +184,45 @@ def showing(generation: GenerationBar) -> Iterator[GenerationBar]:
             yield generation
     finally:
         _OPEN.reset(token)
+
+
+class EngineRequests:
+    """What vLLM's `LLM.generate(use_tqdm=...)` drives as its bar: it calls `update(n)` as each request
+    (n samples) finishes, sets `postfix`, reads `format_dict["elapsed"]`. Each finished request moves the
+    generate call's bar by its share of the batch's budget (the batch's mean per sample: which request
+    finished is not passed), so a batch the engine runs as one call moves per request; the rest of the
+    budget is credited when the backend emits the batch."""
+
+    def __init__(self, generation: GenerationBar, budget_each: int, total: int) -> None:
+        self.generation, self.budget_each, self.total = generation, budget_each, total
+        self.n = 0
+        self.postfix: str | None = None  # the engine's token rates, not shown
+        self.started = time.monotonic()
+
+    @property
+    def format_dict(self) -> dict[str, float]:
+        return {"elapsed": max(time.monotonic() - self.started, 1e-9)}
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self.generation.credit(n * self.budget_each, f"{self.n}/{self.total} samples of the batch")
+
+    def refresh(self) -> None:
+        """Redrawn by the generate call's bar itself."""
+
+    def close(self) -> None:
+        """Closed by the generate call."""
+
+
+def engine_requests(samples: int, budget: int) -> Callable[..., EngineRequests] | bool:
+    """`use_tqdm` for vLLM's `LLM.generate` over a batch of `samples` samples whose budgets sum to
+    `budget`: requests reported to the open generate bar, or False (no bar of vLLM's own) when none is
+    shown."""
+    generation = _OPEN.get()
+    if generation is None or not generation.shown or samples == 0:
+        return False
+    shown = generation
+    return lambda **_: EngineRequests(shown, budget // samples, samples)
 
 
 def reading_prompts(rows: int, tokens: int) -> None:

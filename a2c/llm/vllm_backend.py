@@ -50,6 +50,7 @@ from a2c.llm.config import VLLMConfig
 from a2c.llm.context import ContextGuard
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import EMBEDDED_GENERATORS
+from a2c.llm.progress import engine_requests
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 from a2c.llm.top_p import sampling_args
@@ -276,7 +277,9 @@ class VLLMBackend:
                                      **_top_p_args(key[2], key[1], self.prefilter),
                                      **({"seed": jobs[members[0]].seed} if per_request_seeds else {}))
                       for key, members in chunk]
-            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            samples = sum(len(members) for _, members in chunk)
+            budget = sum(key[3] * len(members) for key, members in chunk)
+            outputs = self.llm.generate(prompts, params, use_tqdm=engine_requests(samples, budget))
             done: list[tuple[int, SampleResult]] = []
             for (_, members), out, was_cut in zip(chunk, outputs, cut[start:start + len(chunk)], strict=True):
                 for j, sample in zip(members, out.outputs, strict=True):

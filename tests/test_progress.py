@@ -304,6 +304,7 @@ def test_vllm_finished_requests_move_the_generate_bar(recorder):
             use_tqdm = engine_requests(len(jobs), sum(job.max_tokens for job in jobs))
             if use_tqdm:
                 assert callable(use_tqdm)
+                assert list(use_tqdm(jobs, desc="Rendering prompts")) == list(jobs)  # passed through
                 engine_bar = use_tqdm(total=len(jobs), desc="Processed prompts", dynamic_ncols=True,
                                       postfix="")
                 for _ in jobs:

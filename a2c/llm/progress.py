@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -214,15 +214,19 @@ class EngineRequests:
         """Closed by the generate call."""
 
 
-def engine_requests(samples: int, budget: int) -> Callable[..., EngineRequests] | bool:
+def engine_requests(samples: int, budget: int) -> Callable[..., Any] | bool:
     """`use_tqdm` for vLLM's `LLM.generate` over a batch of `samples` samples whose budgets sum to
     `budget`: requests reported to the open generate bar, or False (no bar of vLLM's own) when none is
-    shown."""
+    shown. vLLM also wraps its rendering of the prompts (an iterable) in it: that passes through as is."""
     generation = _OPEN.get()
     if generation is None or not generation.shown or samples == 0:
         return False
     shown = generation
-    return lambda **_: EngineRequests(shown, budget // samples, samples)
+
+    def made(iterable: Iterable[Any] | None = None, **_: Any) -> Any:
+        return iterable if iterable is not None else EngineRequests(shown, budget // samples, samples)
+
+    return made
 
 
 def reading_prompts(rows: int, tokens: int) -> None:

@@ -138,6 +138,20 @@ def test_num_semantic_sets_takes_components_of_both_way_equivalence():
     assert num_semantic_sets(chain) == 1  # a ~ b ~ c is one component although a ≁ c
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 24).flatmap(lambda n: st.lists(st.booleans(), min_size=n * n, max_size=n * n)),
+       st.booleans())
+def test_num_semantic_sets_counts_what_scipy_counts(cells, zero_diagonal):
+    """The reachability squaring gives scipy's connected components on any graph, diagonal or not."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = math.isqrt(len(cells))
+    eq = np.array(cells, dtype=bool).reshape(n, n)
+    if zero_diagonal:
+        np.fill_diagonal(eq, False)
+    assert num_semantic_sets(eq) == connected_components(eq & eq.T, directed=False)[0]
+
+
 # -- properties --------------------------------------------------------------------------------------
 
 PER_SET = [eigval_laplacian, degree_uncertainty, eccentricity, kernel_language_entropy]

@@ -142,19 +142,32 @@ def degree_confidence(similarity: object) -> np.ndarray | None:
     return confidence
 
 
+_last_embedding: tuple[tuple[object, ...], np.ndarray | None] | None = None
+
+
 def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | None:
     """Rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below `threshold`.
 
     The eigenvalue 0 is always kept, so the embedding is never empty. A norm of centred rows does not
     depend on the sign or on the basis eigh picks inside a repeated eigenvalue (all of it is kept or
-    dropped), so the values are well defined."""
+    dropped), so the values are well defined. U_Ecc and C_Ecc of a set ask for the same embedding one
+    after the other: the last one is kept, keyed by the matrix's bytes (so a changed matrix is never
+    served a stale one), and handed out read-only."""
+    global _last_embedding
     _check_threshold(threshold)
+    given = np.asarray(similarity)
+    key = (given.dtype.str, given.shape, given.tobytes(), threshold)
+    last = _last_embedding
+    if last is not None and last[0] == key:
+        return last[1]
     weights = _symmetric(similarity)
     if weights is None:
         return None
     eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
     kept = eigenvectors[:, eigenvalues < threshold]
     centred: np.ndarray = kept - kept.mean(axis=0)
+    centred.flags.writeable = False
+    _last_embedding = (key, centred)
     return centred
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -75,6 +75,12 @@ def _problem(error: Mapping[str, Any]) -> str:
 
 
 MatrixKey = tuple[str, str, str]  # (judge, set, item id): a QA set is a source of variation
+
+
+class MatrixLookup(Protocol):
+    """Matrices by (judge, set, item id): a `MatrixSet` in memory, or `a2c.store.MatrixReader` on a file."""
+
+    def __getitem__(self, key: MatrixKey) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from a2c.faults import environment_fault
-from a2c.runfiles import MatricesFile, MatrixSet, R, RowsFile, RunFileError
+from a2c.runfiles import MatricesFile, MatrixKey, MatrixSet, R, RowsFile, RunFileError
 
 # a stream is written beside its file under this name and renamed into place when it is complete
 _TEMP = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.tmp")
@@ -114,13 +114,23 @@ class Store(ABC):
 
     def read_matrices(self, file: MatricesFile, items: set[str] | None = None) -> MatrixSet:
         """The file's matrices; with `items`, only those of these item ids (the others are not inflated)."""
+        with self.matrix_reader(file) as reader:
+            return reader.read(items)
+
+    def _open_npz(self, name: str) -> Any:
+        return np.load(io.BytesIO(self.read_bytes(name)), allow_pickle=False)
+
+    @contextmanager
+    def matrix_reader(self, file: MatricesFile) -> Iterator[MatrixReader]:
+        """The npz kept open to read matrices as they are needed, so a stage that works a chunk of questions
+        at a time holds only that chunk's (a folder's npz is read from disk member by member, never whole)."""
         where = self.where(file.name)
         try:
-            with np.load(io.BytesIO(self.read_bytes(file.name)), allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files if items is None or k.split("|", 2)[-1] in items}
+            data = self._open_npz(file.name)
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
             raise RunFileError(f"{where}: not an npz of matrices ({exc})") from None
-        return MatrixSet.from_arrays(arrays, where, file.sets)
+        with data:
+            yield MatrixReader(file, where, data)
 
     def write_matrices(self, file: MatricesFile, matrices: MatrixSet) -> None:
         with self.matrix_writer(file) as write:
@@ -133,6 +143,37 @@ class Store(ABC):
         with self.streams(file.name) as (handle,), \
                 zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
             yield lambda matrices: _add_to_npz(archive, matrices.arrays())
+
+
+class MatrixReader:
+    """The matrices of an open npz, read on demand: by item ids (`read`) or one at a time (`[key]`)."""
+
+    def __init__(self, file: MatricesFile, where: str, data: Any) -> None:
+        self._file, self._where, self._data = file, where, data
+        self._by_item: dict[str, list[int]] = {}  # item id → positions of its keys in the file
+        for position, key in enumerate(data.files):
+            self._by_item.setdefault(key.split("|", 2)[-1], []).append(position)
+
+    def _arrays(self, keys: Iterable[str]) -> MatrixSet:
+        try:
+            arrays = {k: self._data[k] for k in keys}
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise RunFileError(f"{self._where}: not an npz of matrices ({exc})") from None
+        return MatrixSet.from_arrays(arrays, self._where, self._file.sets)
+
+    def read(self, items: set[str] | None = None) -> MatrixSet:
+        """The matrices of these item ids (None: all), in the file's order."""
+        files = self._data.files
+        if items is None:
+            return self._arrays(files)
+        positions = sorted(k for item in items for k in self._by_item.get(item, ()))
+        return self._arrays([files[k] for k in positions])
+
+    def __getitem__(self, key: MatrixKey) -> np.ndarray:
+        name = "|".join(key)
+        if name not in self._data:
+            raise KeyError(key)
+        return self._arrays([name])[key]
 
 
 def append_rows(file: RowsFile[R], handle: BinaryIO, rows: Iterable[R]) -> None:
@@ -168,6 +209,12 @@ class RunFolder(Store):
 
     def write_bytes(self, name: str, data: bytes) -> None:
         self.write_stream(name, lambda handle: handle.write(data))
+
+    def _open_npz(self, name: str) -> Any:
+        try:
+            return np.load(self.file(name), allow_pickle=False)
+        except FileNotFoundError:
+            raise RunFileError(f"{self.file(name)}: missing") from None
 
     @contextmanager
     def streams(self, *names: str) -> Iterator[list[BinaryIO]]:

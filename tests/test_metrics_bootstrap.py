@@ -7,8 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from a2c.metrics import PairedDifference, paired_difference_ci
+from a2c.metrics import PairedDifference, bootstrap, paired_difference_ci
 from a2c.metrics.bootstrap import percentile_interval, resample_counts
 
 
@@ -21,6 +23,38 @@ def test_resample_counts_are_seeded_draws_with_replacement():
     assert not np.array_equal(counts, np.concatenate(list(resample_counts(5, 600, seed=8))))
     # each unit is drawn once per resample on average
     assert counts.mean(axis=0) == pytest.approx(np.ones(5), abs=0.1)
+
+
+def _fresh_draws(n: int, replicates: int, seed: int) -> np.ndarray:
+    """What numpy's seeded multinomial gives when nothing is kept between calls."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=replicates).astype(np.float64)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 700), st.integers(0, 3)), min_size=1,
+                max_size=6), st.sampled_from([200, 10**9]))
+def test_kept_draws_are_the_fresh_draws_in_any_call_order(calls, budget):
+    """Shorter, longer, repeated and interleaved (n, seed) calls, with a budget that evicts and one that
+    keeps everything: each gives exactly the rows of a fresh seeded draw."""
+    bootstrap._DRAWN.clear()
+    old, bootstrap.CACHE_BYTES = bootstrap.CACHE_BYTES, budget
+    try:
+        for n, replicates, seed in calls:
+            kept = np.concatenate(list(resample_counts(n, replicates, seed)))
+            assert np.array_equal(kept, _fresh_draws(n, replicates, seed))
+        assert sum(d.rows.nbytes for d in bootstrap._DRAWN.values()) <= budget
+    finally:
+        bootstrap.CACHE_BYTES = old
+        bootstrap._DRAWN.clear()
+
+
+def test_draws_are_kept_in_one_byte_per_count():
+    """Each resample's counts sum to n, so at n ≤ 255 they fit a byte; larger n widen only if a count does."""
+    bootstrap._DRAWN.clear()
+    list(resample_counts(1000, 300, seed=1))
+    assert bootstrap._DRAWN[(1000, 1)].rows.dtype == np.uint8
+    bootstrap._DRAWN.clear()
 
 
 def test_percentile_interval_ignores_undefined_replicates():

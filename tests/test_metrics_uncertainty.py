@@ -138,6 +138,20 @@ def test_num_semantic_sets_takes_components_of_both_way_equivalence():
     assert num_semantic_sets(chain) == 1  # a ~ b ~ c is one component although a ≁ c
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 24).flatmap(lambda n: st.lists(st.booleans(), min_size=n * n, max_size=n * n)),
+       st.booleans())
+def test_num_semantic_sets_counts_what_scipy_counts(cells, zero_diagonal):
+    """The reachability squaring gives scipy's connected components on any graph, diagonal or not."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = math.isqrt(len(cells))
+    eq = np.array(cells, dtype=bool).reshape(n, n)
+    if zero_diagonal:
+        np.fill_diagonal(eq, False)
+    assert num_semantic_sets(eq) == connected_components(eq & eq.T, directed=False)[0]
+
+
 # -- properties --------------------------------------------------------------------------------------
 
 PER_SET = [eigval_laplacian, degree_uncertainty, eccentricity, kernel_language_entropy]
@@ -253,3 +267,18 @@ def test_registry_declares_statistic_kind_and_orientation():
         assert np.all(np.asarray(high) >= np.asarray(low) - 1e-12), name
     assert UNCERTAINTY_MEASURES["eigval_laplacian"].as_confidence(2.5) == -2.5
     assert UNCERTAINTY_MEASURES["degree_confidence"].as_confidence(0.7) == 0.7
+
+
+def test_the_kept_embedding_follows_the_matrix_not_the_object():
+    """U_Ecc and C_Ecc share the last set's eigendecomposition: a matrix changed in place between calls, or
+    another threshold, gets its own, and the values equal those of a fresh copy."""
+    rng = np.random.default_rng(3)
+    s = rng.random((6, 6))
+    np.fill_diagonal(s, 1.0)
+    first = eccentricity(s)
+    assert eccentricity_confidence(s) == pytest.approx(eccentricity_confidence(s.copy()))
+    s[0, 1] = s[1, 0] = 0.0
+    assert eccentricity(s) == eccentricity(s.copy()) != first
+    assert eccentricity(s, threshold=0.5) == eccentricity(s.copy(), threshold=0.5)
+    with pytest.raises(ValueError):
+        eccentricity_confidence(np.full((3, 3), 2.0))

@@ -5,11 +5,18 @@ Resamples are drawn as *counts*: row r of a replicates × n matrix says how ofte
 n draws with replacement are). A resample's total of any per-unit quantity is then one matrix product,
 so every replicate is computed in one numpy pass; chunks of rows bound the memory on large datasets.
 `a2c.metrics.signal` resamples its sets through the same helper.
+
+A summary bootstraps dozens of metrics over the same questions with the same seed, and numpy's
+multinomial draw costs far more than the product that uses it: the draws of the last few (n, seed) are
+kept, compactly typed, and a later call with more replicates extends them from the same generator (a
+seeded stream gives the same rows whether drawn at once or in parts), so every caller sees exactly the
+resamples a fresh draw would give.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -19,13 +26,43 @@ import numpy as np
 CHUNK = 256  # resamples per numpy pass
 
 
+CACHE_BYTES = 256 * 2**20  # draws kept for reuse, over all (n, seed)
+
+
+@dataclass
+class _Draws:
+    """The resamples of one (n, seed) drawn so far, and the generator that continues them."""
+
+    rng: np.random.Generator
+    rows: np.ndarray  # replicates × n draw counts, in the smallest unsigned type that holds them
+
+
+_DRAWN: OrderedDict[tuple[int, int], _Draws] = OrderedDict()  # least recently used first
+
+
+def _drawn(n: int, replicates: int, seed: int) -> np.ndarray:
+    """The first `replicates` resamples of n units with this seed, drawn once and kept (`CACHE_BYTES`)."""
+    draws = _DRAWN.pop((n, seed), None) or _Draws(np.random.default_rng(seed), np.zeros((0, n), np.uint8))
+    if len(draws.rows) < replicates:
+        uniform = np.full(n, 1.0 / n)
+        parts = [draws.rows]
+        for start in range(len(draws.rows), replicates, CHUNK):
+            part = draws.rng.multinomial(n, uniform, size=min(CHUNK, replicates - start))
+            parts.append(part.astype(np.promote_types(parts[-1].dtype, np.min_scalar_type(part.max()))))
+        dtype = np.result_type(*parts)
+        draws.rows = np.concatenate([p.astype(dtype, copy=False) for p in parts])
+    _DRAWN[(n, seed)] = draws
+    while sum(d.rows.nbytes for d in _DRAWN.values()) > CACHE_BYTES:
+        _DRAWN.popitem(last=False)  # the newest alone may exceed the budget: it goes too, after this call
+    return draws.rows[:replicates]
+
+
 def resample_counts(n: int, replicates: int, seed: int, *, chunk: int = CHUNK) -> Iterator[np.ndarray]:
     """Chunks (≤ chunk rows × n, float) of bootstrap resamples of n units as draw counts; seeded, so the
     same arguments give the same resamples."""
-    rng = np.random.default_rng(seed)
-    uniform = np.full(n, 1.0 / n)
+    rows = _drawn(n, replicates, seed)
     for start in range(0, replicates, chunk):
-        yield rng.multinomial(n, uniform, size=min(chunk, replicates - start)).astype(np.float64)
+        yield rows[start:start + chunk].astype(np.float64)
 
 
 def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float] | None:

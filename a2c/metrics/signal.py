@@ -87,11 +87,18 @@ class Groups:
         return why
 
 
-def _group_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """Column sums of `values` (replicates × sets) per tie group → replicates × groups."""
+def _group_order(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sets sorted by tie group, and where each group starts in that order."""
     order = np.argsort(group, kind="stable")
-    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]  # every group 0..n_groups-1 has a set
-    return np.add.reduceat(values[:, order], starts, axis=1)
+    return order, np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]  # every group 0..n-1 has a set
+
+
+def _group_sums(values: np.ndarray, group: np.ndarray, n_groups: int,
+                order: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Column sums of `values` (replicates × sets) per tie group → replicates × groups; `order` is
+    `_group_order(group)` when the caller sums many chunks over the same groups."""
+    sets, starts = order or _group_order(group)
+    return np.add.reduceat(values[:, sets], starts, axis=1)
 
 
 def _auroc(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
@@ -208,10 +215,11 @@ def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0,
     ids = _cluster_ids(clusters, len(groups.scores))
     units = len(groups.scores) if ids is None else int(ids.max(initial=-1)) + 1
     aurocs, prrs = [], []
+    order = _group_order(group)
     for drawn in resample_counts(units, replicates, seed):
         counts = drawn if ids is None else drawn[:, ids]
-        pos = _group_sums(counts * groups.accurate, group, len(scores))
-        total = _group_sums(counts * groups.answers, group, len(scores))
+        pos = _group_sums(counts * groups.accurate, group, len(scores), order)
+        total = _group_sums(counts * groups.answers, group, len(scores), order)
         defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
         aurocs.append(np.where(defined, _auroc(pos, total - pos), np.nan))
         prrs.append(np.where(defined, _prr(pos, total), np.nan))

@@ -91,18 +91,27 @@ def num_semantic_sets(equivalent: object) -> int | None:
 
     Connected components as in the paper and LM-Polygraph, so a chain a ~ b ~ c is one set even when
     a ≁ c; `semantic_clusters` (representative-based) keeps such chains apart and can count more sets.
+    A set holds tens of answers at most, so the reachability matrix is squared until it stops growing
+    (log2 n products) instead of calling scipy's `connected_components`, whose input validation costs a
+    millisecond per set, more than the metrics stage's whole budget per question.
     """
-    from scipy.sparse.csgraph import connected_components  # scipy loads when a measure is computed
-
     arr = _square(equivalent, "equivalence matrix")
     if arr.dtype != np.bool_:
         if not np.issubdtype(arr.dtype, np.number) or not np.isin(arr, (0, 1)).all():
             raise ValueError("equivalence matrix must be boolean (or 0/1)")
         arr = arr.astype(bool)
-    if arr.shape[0] < 2:
+    n = arr.shape[0]
+    if n < 2:
         return None
-    count, _ = connected_components(arr & arr.T, directed=False)
-    return int(count)
+    reach = (arr & arr.T) | np.eye(n, dtype=bool)
+    while True:
+        step = reach.astype(np.float64)
+        grown = step @ step > 0
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    # each component counted once, at its lowest-numbered answer (the first True of its rows)
+    return int(np.count_nonzero(reach.argmax(axis=1) == np.arange(n)))
 
 
 def eigval_laplacian(similarity: object) -> float | None:
@@ -133,19 +142,32 @@ def degree_confidence(similarity: object) -> np.ndarray | None:
     return confidence
 
 
+_last_embedding: tuple[tuple[object, ...], np.ndarray | None] | None = None
+
+
 def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | None:
     """Rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below `threshold`.
 
     The eigenvalue 0 is always kept, so the embedding is never empty. A norm of centred rows does not
     depend on the sign or on the basis eigh picks inside a repeated eigenvalue (all of it is kept or
-    dropped), so the values are well defined."""
+    dropped), so the values are well defined. U_Ecc and C_Ecc of a set ask for the same embedding one
+    after the other: the last one is kept, keyed by the matrix's bytes (so a changed matrix is never
+    served a stale one), and handed out read-only."""
+    global _last_embedding
     _check_threshold(threshold)
+    given = np.asarray(similarity)
+    key = (given.dtype.str, given.shape, given.tobytes(), threshold)
+    last = _last_embedding
+    if last is not None and last[0] == key:
+        return last[1]
     weights = _symmetric(similarity)
     if weights is None:
         return None
     eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
     kept = eigenvectors[:, eigenvalues < threshold]
     centred: np.ndarray = kept - kept.mean(axis=0)
+    centred.flags.writeable = False
+    _last_embedding = (key, centred)
     return centred
 
 

@@ -42,9 +42,10 @@ from a2c.metrics.selective import (
     expected_calibration_error,
     paired_difference,
 )
+from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
-from a2c.qa.summary import judge_label, signal_scores, uncertainty_keys, uncertainty_name, uncertainty_scores
+from a2c.qa.summary import judge_label, signal_scores, uncertainty_name, uncertainty_scores
 from a2c.seeds import stable_seed
 from a2c.stage import json_digest
 from a2c.store import Store
@@ -92,9 +93,11 @@ def signal_reads(judges: Sequence[str], entropy_judge: str, measures: Sequence[t
 
 
 def set_signals(rows: Sequence[MetricRow], uncertainty: Sequence[UncertaintyRow], judges: Sequence[str],
-                entropy_judge: str) -> dict[str, list[float | None]]:
-    """Every set-level signal of the rows (one value per row), exactly as the signal table computes them."""
-    return {**signal_scores(rows, judges, entropy_judge), **uncertainty_scores(uncertainty)}
+                entropy_judge: str) -> dict[str, np.ndarray]:
+    """Every set-level signal of the rows (one value per row, NaN: undefined), exactly as the signal table
+    computes them."""
+    return {**signal_scores(MetricColumns.read(rows), judges, entropy_judge),
+            **uncertainty_scores(UncertaintyColumns.read(uncertainty))}
 
 
 def default_similarity(similarities: Sequence[str]) -> str:
@@ -130,9 +133,8 @@ def run_units(store: Store, source: Source, similarity: str, *, judges: Sequence
     kept = [uncertainty[i] for i in ids if i in uncertainty]
     columns = set_signals([rows[i] for i in ids], kept if len(kept) == len(ids) else [], judges,
                           entropy_judge)
-    signals = {name: np.array([math.nan if v is None else v for v in values], dtype=np.float64)
-               for name, values in columns.items()}
-    reads = signal_reads(judges, entropy_judge, uncertainty_keys(kept))
+    signals = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+    reads = signal_reads(judges, entropy_judge, UncertaintyColumns.read(kept).measures())
     return Units(ids, np.array([acc == 1.0 for _, acc in labelled], dtype=np.int64), signals,
                  {name: reads[name] for name in signals}, dropped=len(rows) - len(ids))
 

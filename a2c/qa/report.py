@@ -1,12 +1,14 @@
 """Tables and plots of a run: the paper-layout before/after table, all vs accurate answers, plots.
 
 Everything here reads the run's typed rows only (`metrics.jsonl`, `choices.jsonl`, `paraphrases.jsonl`,
-`summary.json`, through a `Store`), so `a2c report RUN_DIR` regenerates the report without any model.
+`summary.json`, through a `Store`), so `a2c report RUN_DIR` regenerates the report without any model. The
+per-set rows are read as columns (`a2c.qa.columns`), so a run of 100,000 questions is drawn from a few
+float arrays, not from its rows' objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +17,11 @@ from a2c.data.tables import csv_rows
 from a2c.files import read_text
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.signal import oracle_curve, rejection_curve
+from a2c.qa.columns import MetricColumns, UncertaintyColumns, optional
 from a2c.qa.conclusions import conclusions
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
-from a2c.qa.rows import METRICS, SOURCES, SUMMARY, UNCERTAINTY, MetricRow, UncertaintyRow
+from a2c.qa.rows import METRICS, PHASES, SOURCES, SUMMARY, UNCERTAINTY
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import (
     BeforeAfter,
@@ -202,17 +205,15 @@ def read_human_labels(path: Path) -> dict[tuple[str, str, str], list[str]]:
     return labels
 
 
-def metric_columns(rows: Sequence[MetricRow], summary: QASummary) -> dict[str, list[float | None]]:
+def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, list[float | None]]:
     """One value per (question, method, phase) set for every metric the run computed."""
-    columns: dict[str, list[float | None]] = {"Cons_lex": [r.cons_lex for r in rows]}
+    columns: dict[str, list[float | None]] = {"Cons_lex": optional(metrics.cons_lex)}
     for j in summary.judges:
-        columns[judge_label(j)] = [r.judges[j].cons_sem for r in rows]
-    ent = summary.entropy_judge
+        columns[judge_label(j)] = optional(metrics.judge("cons_sem", j))
     # negated, so that for every column higher means more consistent
-    columns["-Entropy"] = [None if (e := r.judges[ent].entropy) is None else -e for r in rows]
+    columns["-Entropy"] = optional(-metrics.judge("entropy", summary.entropy_judge))
     for s in summary.similarities if summary.referenced else []:
-        columns[similarity_label(s).split(" ")[0]] = [a.acc if (a := r.accuracy.get(s)) else None
-                                                      for r in rows]
+        columns[similarity_label(s).split(" ")[0]] = optional(metrics.accuracy(s))
     return columns
 
 
@@ -229,12 +230,13 @@ def correlations(columns: dict[str, list[float | None]]) -> tuple[list[str], np.
     return names, matrix
 
 
-def human_agreement(rows: Sequence[MetricRow], columns: dict[str, list[float | None]],
+def human_agreement(metrics: MetricColumns, columns: dict[str, list[float | None]],
                     labels: dict[tuple[str, str, str], list[str]]
                     ) -> tuple[dict[str, float | None], float | None]:
     """Spearman ρ of each metric with the mean human label per set, and Fleiss' κ among the annotators."""
-    keyed = [(i, lab) for i, r in enumerate(rows)
-             if (lab := labels.get((r.id, r.source, r.phase))) is not None]
+    keyed = [(i, lab) for i, (q, s, p) in enumerate(zip(metrics.question.tolist(), metrics.source.tolist(),
+                                                         metrics.phase.tolist(), strict=True))
+             if (lab := labels.get((metrics.ids[q], SOURCES[s], PHASES[p]))) is not None]
     if not keyed:
         raise ReportError("the human labels file matches no (id, source, phase) set of this run")
     try:
@@ -251,21 +253,22 @@ def human_agreement(rows: Sequence[MetricRow], columns: dict[str, list[float | N
 
 # -- plots ------------------------------------------------------------------------------------------------
 
-def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
+def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> bytes:
     """Figure 3 analogue (PNG): per-set consistency (first judge) against accuracy, per method and phase.
     Without references there is no accuracy axis: the per-set consistency histograms instead."""
     if not summary.referenced:
-        return plot_consistency(rows, summary)
+        return plot_consistency(metrics, summary)
     plt = pyplot()
     judge, sim = summary.judges[0], summary.similarities[0]
     fig, ax = plt.subplots(figsize=(6, 4.5))
     markers = {"before": "o", "after": "^"}
     colours = {"paraphrase": "tab:blue", "temperature": "tab:orange"}
     for g in summary.groups:
-        part = [(cons, accuracy.acc) for r in rows if r.source == g.method and r.phase == g.phase
-                and (cons := r.judges[judge].cons_sem) is not None and (accuracy := r.accuracy.get(sim))]
+        mine = metrics.where(g.method, g.phase)
+        cons, accuracy = metrics.judge("cons_sem", judge)[mine], metrics.accuracy(sim)[mine]
+        drawn = ~np.isnan(cons) & ~np.isnan(accuracy)
         label = f"{METHOD_LABELS[g.method]}, {g.phase} A2C"
-        ax.scatter([x for x, _ in part], [y for _, y in part], s=12, alpha=0.35,
+        ax.scatter(cons[drawn], accuracy[drawn], s=12, alpha=0.35,
                    marker=markers[g.phase], color=colours[g.method])
         x, y = g.consistency[judge].mean, g.accuracy[sim].acc.mean
         if x is not None and y is not None:
@@ -280,14 +283,14 @@ def plot_accuracy_vs_consistency(rows: Sequence[MetricRow], summary: QASummary) 
     return png_bytes(fig)
 
 
-def plot_consistency(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
+def plot_consistency(metrics: MetricColumns, summary: QASummary) -> bytes:
     """Histograms of per-set consistency (first judge) per method and phase: a dataset without references."""
     plt = pyplot()
     judge = summary.judges[0]
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for g in summary.groups:
-        values = [c for r in rows if r.source == g.method and r.phase == g.phase
-                  and (c := r.judges[judge].cons_sem) is not None]
+        values = metrics.judge("cons_sem", judge)[metrics.where(g.method, g.phase)]
+        values = values[~np.isnan(values)]
         ax.hist(values, bins=10, range=(0, 1), alpha=0.4, label=f"{METHOD_LABELS[g.method]}, {g.phase} A2C")
     ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
     ax.set_ylabel("questions")
@@ -297,13 +300,13 @@ def plot_consistency(rows: Sequence[MetricRow], summary: QASummary) -> bytes:
     return png_bytes(fig)
 
 
-def plot_rejection(rows: Sequence[MetricRow], summary: QASummary,
-                   uncertainty: Sequence[UncertaintyRow] = ()) -> bytes:
+def plot_rejection(metrics: MetricColumns, summary: QASummary,
+                   uncertainty: UncertaintyColumns | None = None) -> bytes:
     """Accuracy of the answers kept when the least consistent are rejected first, per metric (the
     uncertainty measures and per-answer confidences too), before A2C; with the oracle and random baselines
     (what PRR compares)."""
     plt = pyplot()
-    groups = signal_groups(rows, summary.judges, summary.entropy_judge, uncertainty)
+    groups = signal_groups(metrics, summary.judges, summary.entropy_judge, uncertainty)
     groups.update({key: g for key, (g, _) in answer_groups(uncertainty).items()})
     fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5.5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):
@@ -409,7 +412,7 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
                           "run `a2c run` to the end first")
     summary = read_summary(store, SUMMARY.name, hint=f"recompute it from the stored outputs: a2c report "
                            f"{store.where('')} (or `a2c run CONFIG` again)")
-    rows = store.read_rows(METRICS)
+    metrics = MetricColumns.read(store.iter_rows(METRICS))
     with_refs, questions = summary.referenced, summary.counts.questions
     main, accurate = before_after_table(summary), accurate_answers_table(summary)
     if not with_refs:  # "accurate" means nothing without references: header only, no rows of n/a
@@ -422,22 +425,25 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
     store.write_text(COUNTS.name, counts.csv())
     store.write_text(TABLE_SIGNAL.name, signal_rows.csv())
 
-    columns = metric_columns(rows, summary)
+    columns = metric_columns(metrics, summary)
     human_section = ""
     if human_labels is not None:
         labels = read_human_labels(human_labels)
-        rhos, kappa = human_agreement(rows, columns, labels)
+        rhos, kappa = human_agreement(metrics, columns, labels)
         human_section = ("\n## Agreement with human labels\n\n"
                          + Table(["metric", "Spearman ρ with mean human label"],
                                  [[k, fmt(v)] for k, v in rhos.items()]).markdown()
                          + f"\n\nFleiss' κ among annotators: {fmt(kappa)}\n")
         columns["Human"] = [float(np.mean([float(v) for v in lab])) if lab else None
-                            for lab in (labels.get((r.id, r.source, r.phase)) for r in rows)]
+                            for lab in (labels.get((metrics.ids[q], SOURCES[s], PHASES[p])) for q, s, p in
+                                        zip(metrics.question.tolist(), metrics.source.tolist(),
+                                            metrics.phase.tolist(), strict=True))]
     names, matrix = correlations(columns)
-    store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(rows, summary))
-    store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix, len(rows)))
-    uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
-    store.write_bytes(PLOT_REJECTION.name, plot_rejection(rows, summary, uncertainty))
+    store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(metrics, summary))
+    store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix, len(metrics)))
+    uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY)) if store.exists(UNCERTAINTY.name) \
+        else None
+    store.write_bytes(PLOT_REJECTION.name, plot_rejection(metrics, summary, uncertainty))
 
     if not with_refs:
         scope = "No question has reference answers, so there is no accuracy: consistency only.\n\n"

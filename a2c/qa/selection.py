@@ -18,7 +18,7 @@ A judge whose high score means disagreement (`contra`) is read as agreement 1 âˆ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ from a2c.qa.rank import majority_vote
 from a2c.qa.rows import SOURCES, ChoiceRow, ParseMethod, Question, SelectionRow, Source
 from a2c.qa.usc import Responses, universal_self_consistency
 from a2c.registry import Registry
-from a2c.runfiles import MatrixSet
+from a2c.runfiles import MatrixLookup
 from a2c.seeds import stable_seed
 from a2c.stage import generator_slice
 from a2c.text import normalize
@@ -99,7 +99,7 @@ class SelectionInputs:
     questions: Sequence[Question]
     candidates: Mapping[str, Mapping[Source, Sequence[str]]]
     choices: Mapping[SetKey, Sequence[ChoiceRow]]
-    matrices: Callable[[], MatrixSet]
+    matrices: Callable[[], MatrixLookup]
     judge: Callable[[str], Judge]
     generator: Callable[[], Generator]
 
@@ -153,16 +153,15 @@ def method_settings(spec: SelectionConfig, config: ExperimentConfig) -> dict[str
     return {"options": options.model_dump(mode="json"), **method.settings(options, config)}
 
 
-def select(inputs: SelectionInputs, methods: Sequence[SelectionConfig]) -> list[SelectionRow]:
-    """Every method's pick for every question and source, method-major, in question and source order."""
-    rows = []
+def select(inputs: SelectionInputs, methods: Sequence[SelectionConfig]) -> Iterator[SelectionRow]:
+    """Every method's pick for every question and source, method-major, in question and source order (a
+    method's rows are made as they are written, one method's picks held at a time)."""
     for spec in methods:
         method = SELECTION_METHODS.get(spec.name)
         if method.select is None:
             continue
         picks = method.select(inputs, selection_options(spec.name, spec.options))
-        rows += [picks[(q.id, s)].row(q.id, s, spec.name) for q in inputs.questions for s in SOURCES]
-    return rows
+        yield from (picks[(q.id, s)].row(q.id, s, spec.name) for q in inputs.questions for s in SOURCES)
 
 
 def _candidate_of(text: str, candidates: Sequence[str]) -> int | None:

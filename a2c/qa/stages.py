@@ -10,6 +10,7 @@ decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
 from itertools import islice
@@ -313,10 +314,12 @@ def run_selection(ctx: QAContext, stats: StageStats) -> None:
     if ctx.config.a2c.enabled:
         for row in ctx.store.read_rows(CHOICES):
             choices.setdefault((row.id, row.source), []).append(row)
-    inputs = SelectionInputs(ctx.config, ctx.questions, _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)),
-                             choices, cache(lambda: ctx.store.read_matrices(MATRICES["before"])),
-                             lambda name: ctx.judges()[name], lambda: ctx.generator)
-    ctx.store.write_rows(SELECTIONS, select(inputs, ctx.config.selection_methods))
+    with ExitStack() as stack:  # the npz is opened only if a method reads matrices, and read as they do
+        matrices = cache(lambda: stack.enter_context(ctx.store.matrix_reader(MATRICES["before"])))
+        inputs = SelectionInputs(ctx.config, ctx.questions,
+                                 _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)), choices, matrices,
+                                 lambda name: ctx.judges()[name], lambda: ctx.generator)
+        ctx.store.write_rows(SELECTIONS, select(inputs, ctx.config.selection_methods))
 
 
 ExpectedAccuracy = dict[tuple[str, Source], dict[str, Accuracy | None]]  # (id, source) → similarity → mean
@@ -415,20 +418,21 @@ def _selection_scores(ctx: QAContext, before: Sets, expected: ExpectedAccuracy
 def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     """Per-question metrics for every (source, phase), the uncertainty measures of every set, the accuracy
     of every selection method's picks, then dataset means (undefined values skipped). Chunk by chunk of
-    questions, each written as it is done: what is held for the whole run is the answer texts and one
-    expected accuracy per set."""
+    questions, each written as it is done, with only that chunk's matrices read: what is held for the whole
+    run is the answer texts and one expected accuracy per set."""
     phases = [p for p in PHASES if p == "before" or ctx.config.a2c.enabled]
     expected: ExpectedAccuracy = {}
     before = _phase_sets(ctx, "before")
     with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
         for p in phases:
             sets = before if p == "before" else _phase_sets(ctx, p)
-            matrices = ctx.store.read_matrices(MATRICES[p])
-            for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
-                rows, uncertainty = _metric_rows(ctx, p, chunk, sets, matrices, expected)
-                append_rows(METRICS, metrics_out, rows)
-                append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
-            del sets, matrices
+            with ctx.store.matrix_reader(MATRICES[p]) as reader:
+                for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
+                    matrices = reader.read({q.id for q in chunk})
+                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets, matrices, expected)
+                    append_rows(METRICS, metrics_out, rows)
+                    append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
+            del sets
     ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, before, expected))
     del before, expected
     summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))

@@ -7,9 +7,9 @@ version) is refused with one line naming the command that recomputes it from the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
-from functools import partial
 from typing import Final, Literal, cast
 
 import numpy as np
@@ -20,6 +20,7 @@ from a2c.metrics import mean_defined
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
+from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.format_following import FormatFollowing, format_following
 from a2c.qa.measures import measure_label
@@ -35,12 +36,9 @@ from a2c.qa.rows import (
     UNCERTAINTY,
     Accuracy,
     ChoiceRow,
-    MetricRow,
     ParseMethod,
     Phase,
-    SelectionScoreRow,
     Source,
-    UncertaintyRow,
 )
 from a2c.qa.selection import SELECTION_METHODS
 from a2c.runfiles import RunFileError
@@ -238,8 +236,9 @@ def read_summary(store: Store, file: str, hint: str) -> QASummary:
 
 
 def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int = 0) -> QASummary:
-    """Dataset means per (source, phase) from `metrics.jsonl`, the counts and the signal of every metric."""
-    rows = store.read_rows(METRICS)
+    """Dataset means per (source, phase) from `metrics.jsonl`, the counts and the signal of every metric;
+    the rows are read into columns as they stream by (`a2c.qa.columns`), never held as row objects."""
+    metrics = MetricColumns.read(store.iter_rows(METRICS))
     judges = [j.name for j in config.judges]
     sims = [spec.name for spec in config.accuracy.similarities]
     entropy_judge = config.entropy_judge_name
@@ -249,30 +248,34 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     groups: list[GroupSummary] = []
     for source in SOURCES:
         for phase in PHASES:
-            part = [r for r in rows if r.source == source and r.phase == phase]
-            if not part:
+            part = metrics.where(source, phase)
+            if not len(part):
                 continue
             idk_share = None
             if phase == "after" and source in per_source:
                 counted = per_source[source]
                 parsed = counted.rank_prompts - counted.unparsed
                 idk_share = counted.idk / parsed if parsed else None
-            referenced = [r for r in part if r.referenced]
+            referenced = part[metrics.referenced[part]]
+            answered = metrics.n[part] > 0
+
+            def mean(values: np.ndarray, rows: np.ndarray = part) -> Mean:
+                return Mean.of(optional(values[rows]))
+
             groups.append(GroupSummary(
-                method=source, model=model, phase=phase, sets=len(part), outputs=sum(r.n for r in part),
-                cons_lex=Mean.of([r.cons_lex for r in part]),
-                consistency={j: Mean.of([r.judges[j].cons_sem for r in part]) for j in judges},
-                consistency_accurate={j: Mean.of([r.judges[j].cons_sem_accurate for r in part])
-                                      for j in judges},
-                entropy={j: Mean.of([r.judges[j].entropy for r in part]) for j in judges},
-                clusters={j: Mean.of([r.judges[j].clusters if r.n else None for r in part]) for j in judges},
+                method=source, model=model, phase=phase, sets=len(part), outputs=int(metrics.n[part].sum()),
+                cons_lex=mean(metrics.cons_lex),
+                consistency={j: mean(metrics.judge("cons_sem", j)) for j in judges},
+                consistency_accurate={j: mean(metrics.judge("cons_sem_accurate", j)) for j in judges},
+                entropy={j: mean(metrics.judge("entropy", j)) for j in judges},
+                clusters={j: Mean.of(optional(np.where(answered, metrics.judge("clusters", j)[part],
+                                                       math.nan))) for j in judges},
                 # over the questions with references only: the others have no accuracy, not a zero one
-                accuracy={s: AccuracyMeans(**{k: Mean.of([getattr(a, k) if (a := r.accuracy.get(s)) else None
-                                                          for r in referenced])
+                accuracy={s: AccuracyMeans(**{k: mean(metrics.accuracy(s, k), referenced)
                                               for k in Accuracy.model_fields}) for s in sims},
                 idk_share=idk_share))
-    counts = Counts(questions=len({r.id for r in rows}),
-                    questions_with_references=len({r.id for r in rows if r.referenced}),
+    counts = Counts(questions=len(metrics.ids),
+                    questions_with_references=len(np.unique(metrics.question[metrics.referenced])),
                     choices=per_source, parse_methods=parse_methods,
                     prompts_cut_to_fit_context=prompts_cut)
     if store.exists(PARAPHRASES.name):
@@ -281,18 +284,21 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
             made += len(p.paraphrases)
             failed += sum(not x.ok for x in p.paraphrases)
         counts = counts.model_copy(update={"paraphrases": made, "paraphrases_failed": failed})
-    uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
+    uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY)) if store.exists(UNCERTAINTY.name) \
+        else None
     signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **asdict(result))
                    for (name, source, phase, level), result in
-                   consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed).items()]
-    scores = store.read_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name) else []
+                   consistency_signal(metrics, judges, entropy_judge, uncertainty, seed=config.seed).items()]
+    before_after = before_after_changes(metrics, judges, sims, entropy_judge, seed=config.seed)
+    del metrics, uncertainty
+    scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name)
+                                   else ())
     # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
     generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
-    labels = {name: SELECTION_METHODS.get(name).label for name in {r.method for r in scores}
-              if name in SELECTION_METHODS}
+    labels = {name: SELECTION_METHODS.get(name).label for name in scores.methods if name in SELECTION_METHODS}
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
-                     before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed),
+                     before_after=before_after,
                      selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed,
                      format_following=format_following(store.iter_rows(CHOICES), generations,
                                                        config.variation.answer_field)
@@ -323,78 +329,66 @@ def paired(before: Sequence[float | None], after: Sequence[float | None], seed: 
                                               level=PAIRED_LEVEL))
 
 
-def _acc(accuracy: Accuracy | None) -> float | None:
-    return None if accuracy is None else accuracy.acc
+def _last_row(columns: Columns, rows: np.ndarray) -> dict[int, int]:
+    """Question → its last row among `rows`, questions in the order first seen (as a dict comprehension
+    over the rows keeps them)."""
+    return dict(zip(columns.question[rows].tolist(), rows.tolist(), strict=True))
 
 
-def _accuracy_of(similarity: str, row: MetricRow) -> float | None:
-    return _acc(row.accuracy.get(similarity))
-
-
-def _cons_sem_of(judge: str, row: MetricRow) -> float | None:
-    return row.judges[judge].cons_sem
-
-
-def _entropy_of(judge: str, row: MetricRow) -> float | None:
-    return row.judges[judge].entropy
-
-
-def _cons_lex_of(row: MetricRow) -> float | None:
-    return row.cons_lex
-
-
-def before_after_changes(rows: Sequence[MetricRow], judges: Sequence[str], similarities: Sequence[str],
+def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similarities: Sequence[str],
                          entropy_judge: str, *, seed: int = 0) -> list[BeforeAfter]:
     """Every before → after cell's change as a paired difference over the questions that have both
     phases (a set undefined in either phase drops that question from that cell)."""
     out = []
     for source in SOURCES:
-        before = {r.id: r for r in rows if r.source == source and r.phase == "before"}
-        after = {r.id: r for r in rows if r.source == source and r.phase == "after"}
-        pairs = [(before[i], after[i]) for i in before if i in after]
-        if not pairs:
+        before = _last_row(metrics, metrics.where(source, "before"))
+        after = _last_row(metrics, metrics.where(source, "after"))
+        pairs = np.array([(b, after[q]) for q, b in before.items() if q in after], dtype=np.int64)
+        if not len(pairs):
             continue
 
-        def change(get: Callable[[MetricRow], float | None],
-                   pairs: list[tuple[MetricRow, MetricRow]] = pairs) -> Difference:
-            return paired([get(b) for b, _ in pairs], [get(a) for _, a in pairs], seed)
+        def change(values: np.ndarray, pairs: np.ndarray = pairs) -> Difference:
+            return paired(values[pairs[:, 0]].tolist(), values[pairs[:, 1]].tolist(), seed)
 
         out.append(BeforeAfter(
             source=source,
-            accuracy={s: change(partial(_accuracy_of, s)) for s in similarities},
-            consistency={j: change(partial(_cons_sem_of, j)) for j in judges},
-            entropy=change(partial(_entropy_of, entropy_judge)), cons_lex=change(_cons_lex_of)))
+            accuracy={s: change(metrics.accuracy(s)) for s in similarities},
+            consistency={j: change(metrics.judge("cons_sem", j)) for j in judges},
+            entropy=change(metrics.judge("entropy", entropy_judge)), cons_lex=change(metrics.cons_lex)))
     return out
 
 
-def summarize_selection(scores: Sequence[SelectionScoreRow], similarities: Sequence[str],
+def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
                         labels: Mapping[str, str], *, seed: int = 0) -> list[SelectionSummary]:
     """Per source and method (in the order the rows list them): mean accuracy of the picks, don't-know
     share, calls, and the paired differences to `random` and `a2c` over the referenced questions."""
-    methods = list(dict.fromkeys(r.method for r in scores))
+    methods = scores.methods
     out = []
     for source in SOURCES:
-        mine = [r for r in scores if r.source == source]
-        by_method = {m: {r.id: r for r in mine if r.method == m} for m in methods}
-        referenced = list(dict.fromkeys(r.id for r in mine if r.referenced))
-        accs = {(m, sim): [_acc(r.accuracy.get(sim)) if (r := by_method[m].get(i)) else None
-                           for i in referenced]
-                for m in methods for sim in similarities}
+        mine = scores.where(source)
+        by_method = {m: _last_row(scores, mine[scores.method[mine] == k]) for k, m in enumerate(methods)}
+        referenced = list(_last_row(scores, mine[scores.referenced[mine]]))
+        accs: dict[tuple[str, str], list[float | None]] = {}
+        for sim in similarities:
+            values = scores.accuracy(sim).tolist()
+            for m in methods:
+                accs[(m, sim)] = [None if (k := by_method[m].get(i)) is None or math.isnan(values[k])
+                                  else values[k] for i in referenced]
         for method in methods:
-            rows = list(by_method[method].values())
-            if not rows:
+            rows = np.array(list(by_method[method].values()), dtype=np.int64)
+            if not len(rows):
                 continue
-            picks = [r for r in rows if r.picked]
-            can_say_idk = all(r.dont_know is not None for r in picks)
+            picks = rows[scores.picked[rows]]
+            can_say_idk = bool((scores.dont_know[picks] >= 0).all())
             versus = {other: {s: paired(accs[(other, s)], accs[(method, s)], seed) for s in similarities}
                       for other in ("random", "a2c") if other != method and by_method.get(other)}
             out.append(SelectionSummary(
                 method=method, label=labels.get(method, method), source=source, questions=len(rows),
-                picked=len(picks), unparsed=sum(r.unparsed for r in rows),
+                picked=len(picks), unparsed=int(scores.unparsed[rows].sum()),
                 accuracy={sim: Mean.of(accs[(method, sim)]) for sim in similarities},
-                dont_know_share=sum(bool(r.dont_know) for r in picks) / len(picks) if picks and can_say_idk
-                else None,
-                calls=sum(r.calls for r in rows), vs_random=versus.get("random", {}),
+                dont_know_share=int((scores.dont_know[picks] == 1).sum()) / len(picks)
+                if len(picks) and can_say_idk else None,
+                calls=int(scores.calls[rows].sum()), vs_random=versus.get("random", {}),
                 vs_a2c=versus.get("a2c", {})))
     return out
 
@@ -412,18 +406,14 @@ def _judge_sign(judge: str) -> float:
     return 1.0 if judge not in JUDGES or JUDGES.get(judge).higher_is_consistent else -1.0
 
 
-def signal_scores(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str
-                  ) -> dict[str, list[float | None]]:
-    """Per set, every consistency metric as a confidence (higher = more consistent): Cons_sem per judge,
-    the negated clustering entropy and Cons_lex."""
-    columns: dict[str, list[float | None]] = {}
+def signal_scores(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str) -> dict[str, np.ndarray]:
+    """Per set, every consistency metric as a confidence (higher = more consistent; NaN: undefined):
+    Cons_sem per judge, the negated clustering entropy and Cons_lex."""
+    columns: dict[str, np.ndarray] = {}
     for j in judges:
-        sign = _judge_sign(j)
-        columns[f"{judge_label(j)} Cons_sem"] = [
-            None if (v := r.judges[j].cons_sem) is None else sign * v for r in rows]
-    columns[f"-Entropy ({judge_label(entropy_judge)})"] = [
-        None if (e := r.judges[entropy_judge].entropy) is None else -e for r in rows]
-    columns["Cons_lex"] = [r.cons_lex for r in rows]
+        columns[f"{judge_label(j)} Cons_sem"] = _judge_sign(j) * metrics.judge("cons_sem", j)
+    columns[f"-Entropy ({judge_label(entropy_judge)})"] = -metrics.judge("entropy", entropy_judge)
+    columns["Cons_lex"] = metrics.cons_lex
     return columns
 
 
@@ -432,9 +422,9 @@ def graph_label(graph: str) -> str:
     return "+".join(judge_label(j) for j in graph.split("+"))
 
 
-def _confidence(measure: str, value: float) -> float:
-    """A measure's value oriented so that higher = more confident."""
-    return cast(float, UNCERTAINTY_MEASURES[measure].as_confidence(value))
+def _confidence(measure: str, values: np.ndarray) -> np.ndarray:
+    """A measure's values oriented so that higher = more confident."""
+    return cast(np.ndarray, UNCERTAINTY_MEASURES[measure].as_confidence(values))
 
 
 def uncertainty_name(measure: str, graph: str) -> str:
@@ -443,93 +433,76 @@ def uncertainty_name(measure: str, graph: str) -> str:
     return f"{sign}{measure_label(measure)} ({graph_label(graph)})"
 
 
-def uncertainty_keys(rows: Sequence[UncertaintyRow]) -> list[tuple[str, str]]:
-    """The (measure, judge or graph) pairs the rows hold per set, in the order they first appear."""
-    return list(dict.fromkeys((m, g) for r in rows for m, values in r.sets.items() for g in values))
-
-
-def uncertainty_scores(rows: Sequence[UncertaintyRow]) -> dict[str, list[float | None]]:
+def uncertainty_scores(uncertainty: UncertaintyColumns) -> dict[str, np.ndarray]:
     """Per set, every per-set uncertainty measure of every judge as a confidence (uncertainties negated)."""
-    columns: dict[str, list[float | None]] = {}
-    for measure, graph in uncertainty_keys(rows):
-        columns[uncertainty_name(measure, graph)] = [
-            None if (v := r.sets.get(measure, {}).get(graph)) is None else _confidence(measure, v)
-            for r in rows]
-    return columns
+    return {uncertainty_name(measure, graph): _confidence(measure, uncertainty.sets[(measure, graph)])
+            for measure, graph in uncertainty.measures()}
 
 
 Key = tuple[str, Source, Phase]
-SetInfo = tuple[Source, Phase, int, int | None]  # source, phase, answers, accurate answers (None: no refs)
 
 
-def _grouped(columns: Mapping[str, Sequence[float | None]], sets: Sequence[SetInfo]) -> dict[Key, Groups]:
-    """(metric, source, phase) → the referenced sets with a defined score, as `Groups`; a key for every
-    source and phase with referenced sets, even when no score is defined."""
+def _grouped(columns: Mapping[str, np.ndarray], rows: Columns, answers: np.ndarray, accurate: np.ndarray
+             ) -> dict[Key, Groups]:
+    """(metric, source, phase) → the referenced sets (`accurate` ≥ 0) with a defined score, as `Groups`; a
+    key for every source and phase with referenced sets, even when no score is defined."""
+    referenced = {}
+    for source in SOURCES:
+        for phase in PHASES:
+            mine = rows.where(source, phase)
+            referenced[(source, phase)] = mine[accurate[mine] >= 0]
     out: dict[Key, Groups] = {}
     for name, values in columns.items():
-        for source in SOURCES:
-            for phase in PHASES:
-                mine = [(v, n, a) for v, (s, p, n, a) in zip(values, sets, strict=True)
-                        if s == source and p == phase and a is not None]
-                if mine:
-                    kept = [(v, n, a) for v, n, a in mine if v is not None]
-                    out[(name, source, phase)] = Groups.of([v for v, _, _ in kept], [n for _, n, _ in kept],
-                                                           [a for _, _, a in kept])
+        for (source, phase), mine in referenced.items():
+            if len(mine):
+                kept = mine[~np.isnan(values[mine])]
+                out[(name, source, phase)] = Groups.of(values[kept], answers[kept], accurate[kept])
     return out
 
 
-def _set_info(row: UncertaintyRow) -> SetInfo:
-    accurate = row.accurate
-    return (row.source, row.phase, len(accurate or ()), None if accurate is None else sum(accurate))
-
-
-def signal_groups(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
-                  uncertainty: Sequence[UncertaintyRow] = ()) -> dict[Key, Groups]:
+def signal_groups(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
+                  uncertainty: UncertaintyColumns | None = None) -> dict[Key, Groups]:
     """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
     `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target.
     Cons_sem, entropy and Cons_lex from `metrics.jsonl`, the per-set uncertainty measures from
     `uncertainty.jsonl`."""
-    return {**_grouped(signal_scores(rows, judges, entropy_judge),
-                       [(r.source, r.phase, r.n, r.n_accurate) for r in rows]),
-            **_grouped(uncertainty_scores(uncertainty), [_set_info(r) for r in uncertainty])}
+    groups = _grouped(signal_scores(metrics, judges, entropy_judge), metrics, metrics.n, metrics.n_accurate)
+    if uncertainty is not None:
+        groups.update(_grouped(uncertainty_scores(uncertainty), uncertainty, uncertainty.answers_n,
+                               uncertainty.accurate_n))
+    return groups
 
 
-def answer_groups(uncertainty: Sequence[UncertaintyRow]) -> dict[Key, tuple[Groups, np.ndarray]]:
+def answer_groups(uncertainty: UncertaintyColumns | None) -> dict[Key, tuple[Groups, np.ndarray]]:
     """(metric, source, phase) → every answer with its own confidence (degree, eccentricity) and accuracy,
     as one-answer `Groups`, with the index of its set (so intervals resample questions, not answers)."""
-    keys = dict.fromkeys((m, g) for r in uncertainty for m, values in r.answers.items() for g in values)
     out: dict[Key, tuple[Groups, np.ndarray]] = {}
-    for measure, graph in keys:
+    if uncertainty is None:
+        return out
+    for (measure, graph), (values, owners) in uncertainty.answers.items():
         name = f"{measure_label(measure)} ({graph_label(graph)}, per answer)"
         for source in SOURCES:
             for phase in PHASES:
-                mine = [(k, r) for k, r in enumerate(uncertainty)
-                        if r.source == source and r.phase == phase and r.accurate is not None]
-                if not mine:
+                mine = uncertainty.where(source, phase)
+                mine = mine[uncertainty.accurate_n[mine] >= 0]
+                if not len(mine):
                     continue
-                scores: list[float] = []
-                labels: list[bool] = []
-                sets: list[int] = []
-                for k, r in mine:
-                    values = r.answers.get(measure, {}).get(graph)
-                    if values is None or r.accurate is None:
-                        continue
-                    scores += [_confidence(measure, v) for v in values]
-                    labels += r.accurate
-                    sets += [k] * len(values)
-                out[(name, source, phase)] = (Groups.per_answer(scores, labels),
-                                              np.asarray(sets, dtype=np.int64))
+                kept = np.isin(owners, mine)
+                with_values = np.unique(owners[kept])
+                labels = uncertainty.accurate[np.isin(uncertainty.accurate_rows, with_values)]
+                out[(name, source, phase)] = (Groups.per_answer(_confidence(measure, values[kept]), labels),
+                                              owners[kept])
     return out
 
 
-def consistency_signal(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
-                       uncertainty: Sequence[UncertaintyRow] = (), *, seed: int = 0
+def consistency_signal(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
+                       uncertainty: UncertaintyColumns | None = None, *, seed: int = 0
                        ) -> dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal]:
     """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase, set-level and
     (for per-answer confidences) answer-level; empty without references."""
     out: dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal] = {
         (*key, "set"): signal(g, seed=seed)
-        for key, g in signal_groups(rows, judges, entropy_judge, uncertainty).items()}
+        for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty).items()}
     for key, (g, sets) in answer_groups(uncertainty).items():
         out[(*key, "answer")] = signal(g, seed=seed, clusters=sets)
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -244,7 +244,8 @@ class CachedGenerator:
 
 def _to_json(result: SampleResult) -> dict[str, Any]:
     cut = {} if result.truncated_to is None else {"truncated_to": result.truncated_to}
-    return {**asdict(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
+    # the completion's fields as they are (asdict would deep-copy the logprobs only to serialise them)
+    return {**vars(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
 
 
 def _from_json(value: Any, path: Path | None) -> SampleResult:

@@ -15,14 +15,12 @@ from a2c.qa.rank import RankOptions, rank_request
 
 BLOCK = 32
 # template → (system_pad, tokens every prompt of it shares with SmolLM2's tokenizer and chat template)
-ALIGNED = {"rank": (4, 160), "answer": (8, 224), "usc": (21, 192)}
+ALIGNED = {"rank": (4, 160), "answer": (8, 224)}
 IDK = "Don't know the correct answer"  # the paper's option, shown in the rank prompt's examples too
 FIELDS = {"rank": [{"question": "Why is the sky blue?", "options": f"1. Light\n2. {IDK}", "idk": IDK},
                    {"question": "Zebras eat what?", "options": f"1. Grass\n2. {IDK}", "idk": IDK}],
           "answer": [{"context": "Because of light.", "question": "Why?"},
-                     {"context": "Zebras graze.", "question": "What?"}],
-          "usc": [{"question": "Why is the sky blue?", "responses": "1. a\n2. b"},
-                  {"question": "Zebras eat what?", "responses": "1. c\n2. d"}]}
+                     {"context": "Zebras graze.", "question": "What?"}]}
 
 
 def test_the_engine_block_is_the_one_the_padding_was_counted_for():

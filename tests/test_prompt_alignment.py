@@ -15,7 +15,7 @@ from a2c.qa.rank import RankOptions, rank_request
 
 BLOCK = 32
 # template → (system_pad, tokens every prompt of it shares with SmolLM2's tokenizer and chat template)
-ALIGNED = {"rank": (4, 160), "answer": (8, 224)}
+ALIGNED = {"rank": (18, 160), "answer": (8, 224)}
 IDK = "Don't know the correct answer"  # the paper's option, shown in the rank prompt's examples too
 FIELDS = {"rank": [{"question": "Why is the sky blue?", "options": f"1. Light\n2. {IDK}", "idk": IDK},
                    {"question": "Zebras eat what?", "options": f"1. Grass\n2. {IDK}", "idk": IDK}],
@@ -48,9 +48,10 @@ def test_the_rank_prompt_layout_is_pinned():
     messages = rank_request("Is it?", RankOptions.build(["Yes", "No"]), temperature=0.0, top_p=1.0,
                             seed=None).messages
     assert messages[0].content == ("You pick the single most correct option for a question. Reply with the "
-                                   "option number only.\n" + " \n" * 4)
+                                   "option number only.\n" + " \n" * 18)
+    # the paper's order (question, options, the instruction to choose); the system text says how to reply
     assert messages[-1].content == (f"Question: Is it?\nOptions:\n1. Yes\n2. No\n3. {IDK}\nWhich option "
-                                    "answers the question most correctly? Reply with one option number.\n")
+                                    "answers the question most correctly?\n")
     assert PAD_LINE == " \n"
 
 

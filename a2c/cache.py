@@ -66,6 +66,15 @@ def damaged_cache(path: Path | None, detail: str) -> CacheError:
 
 def _canonical(value: Any) -> Any:
     """JSON-ready form with a stable spelling: tuples as lists, dataclasses as dicts, floats as repr."""
+    kind = type(value)  # the exact built-in types first: every request's key is built of them
+    if kind is str or value is None or kind is bool or kind is int:
+        return value
+    if kind is list or kind is tuple:
+        return [_canonical(v) for v in value]
+    if kind is dict:
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if kind is float:
+        return {"__float__": repr(value)}
     if hasattr(value, "__dataclass_fields__"):
         return {k: _canonical(getattr(value, k)) for k in value.__dataclass_fields__}
     if isinstance(value, Mapping):

@@ -1,9 +1,13 @@
 """Prompt templates: YAML files in `prompts/` (shipped inside the package) rendered to chat messages.
 
 A template file holds `fields` (the names a caller must supply), an optional `system` text, few-shot
-`examples` (user/assistant turns) and the final `user` turn. Placeholders are `{name}`; literal braces
-are doubled. Rendering to messages lets instruct models see their own chat template; `text()` flattens
-the same turns for completion-only endpoints (`a2c.llm.render`).
+`examples` (user/assistant turns) and the final `user` turn. `system_pad: N` ends the system text with N
+lines holding a single space: whitespace that says nothing, there so that the part every prompt of the
+template shares (system, examples, the final turn's fixed start) ends on a KV-cache block boundary of the
+embedded model (32 SmolLM2 tokens; `tests/test_prompt_alignment.py` pins it). vLLM's prefix cache reuses
+whole blocks only, so without it each prompt recomputed the shared prefix's last partial block.
+Placeholders are `{name}`; literal braces are doubled. Rendering to messages lets instruct models see
+their own chat template; `text()` flattens the same turns for completion-only endpoints (`a2c.llm.render`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from a2c.llm.render import flatten
 from a2c.resources import shipped_or_path
 
 PROMPTS_PACKAGE = "a2c.resources.prompts"
+PAD_LINE = " \n"  # one token for SmolLM2's tokenizer, merging with neither neighbour
 
 
 class TemplateError(A2CError, ValueError):
@@ -45,6 +50,7 @@ class PromptTemplate:
     system: str | None
     examples: tuple[tuple[str, str], ...]
     user: str
+    system_pad: int = 0  # lines holding one space that end the system text (block alignment)
 
     def messages(self, **values: object) -> tuple[Message, ...]:
         """Render to chat turns; every declared field must be given, and nothing else."""
@@ -57,7 +63,7 @@ class PromptTemplate:
                                 f"{list(self.fields)}")
         turns: list[Message] = []
         if self.system:
-            turns.append(Message("system", self.system.format(**values)))
+            turns.append(Message("system", self.system.format(**values) + PAD_LINE * self.system_pad))
         for user, assistant in self.examples:
             turns.append(Message("user", user.format(**values)))
             turns.append(Message("assistant", assistant.format(**values)))
@@ -76,7 +82,7 @@ def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
     data, _ = parse_yaml(text, str(path), TemplateError)
     if not isinstance(data, dict):
         raise TemplateError(f"{path}: expected a mapping with 'fields' and 'user'")
-    unknown = sorted(set(data) - {"description", "fields", "system", "examples", "user"})
+    unknown = sorted(set(data) - {"description", "fields", "system", "system_pad", "examples", "user"})
     if unknown:
         raise TemplateError(f"{path}: unknown key(s) {unknown}")
     if not isinstance(data.get("user"), str) or not data["user"].strip():
@@ -87,6 +93,11 @@ def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
     system = data.get("system")
     if system is not None and not isinstance(system, str):
         raise TemplateError(f"{path}: 'system' must be text")
+    pad = data.get("system_pad", 0)
+    if not isinstance(pad, int) or isinstance(pad, bool) or pad < 0:
+        raise TemplateError(f"{path}: 'system_pad' must be a whole number >= 0, got {pad!r}")
+    if pad and not system:
+        raise TemplateError(f"{path}: 'system_pad' needs a 'system' text to pad")
     examples: list[tuple[str, str]] = []
     for i, ex in enumerate(data.get("examples") or []):
         if not isinstance(ex, dict) or not isinstance(ex.get("user"), str) \
@@ -106,7 +117,7 @@ def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
     unused = sorted(set(fields) - used)
     if unused:
         raise TemplateError(f"{path}: field(s) {unused} declared but never used")
-    return PromptTemplate(name or path.stem, path, tuple(fields), system, tuple(examples), data["user"])
+    return PromptTemplate(name or path.stem, path, tuple(fields), system, tuple(examples), data["user"], pad)
 
 
 @cache

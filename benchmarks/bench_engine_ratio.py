@@ -9,7 +9,10 @@ back in one process on one loaded engine, so they see the same machine. It print
 (model load excluded), the time its stages spent inside the engine, the replay's seconds, prompt and
 generated tokens per second for each, and the ratio pipeline / replay (target 1.05). The replay is a lower
 bound no staged pipeline can reach exactly: stage k+1's prompts need stage k's answers, so the engine's
-batches in the pipeline are smaller. `--json FILE` also writes the numbers.
+batches in the pipeline are smaller. Per prompt template (told apart by its system text) it prints the
+requests, prompt tokens per request, the tokens the engine computed (prompt tokens not read from its prefix
+cache) per request, and generated tokens: the figures fewer computed tokens are measured by. `--json FILE`
+also writes the numbers, `--requests FILE` every recorded request (JSON lines) for offline analysis.
 """
 
 from __future__ import annotations
@@ -44,6 +47,36 @@ def _tokens(outputs: list[Any]) -> tuple[int, int, int]:
     return prompt, generated, sum(out.num_cached_tokens or 0 for out in outputs)
 
 
+def _template_of(prompt: Any, systems: dict[str, str]) -> str:
+    """The shipped template whose system text the prompt holds (prompts are rendered chat text)."""
+    text = prompt if isinstance(prompt, str) else ""
+    return next((name for name, system in systems.items() if system in text), "other")
+
+
+def _per_template(outputs: list[Any], systems: dict[str, str]) -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {}
+    for out in outputs:
+        row = table.setdefault(_template_of(out.prompt, systems),
+                               {"requests": 0, "prompt": 0, "computed": 0, "generated": 0})
+        prompt, generated, cached = _tokens([out])
+        row["requests"] += 1
+        row["prompt"] += prompt
+        row["computed"] += prompt - cached
+        row["generated"] += generated
+    return table
+
+
+def _print_table(title: str, table: dict[str, dict[str, int]]) -> None:
+    print(f"{title}: template, requests, prompt tok/request, computed prompt tok/request, "
+          "prompt tokens, computed, generated")
+    total = {key: sum(row[key] for row in table.values()) for key in ("requests", "prompt", "computed",
+                                                                      "generated")}
+    for name, row in [*table.items(), ("all", total)]:
+        n = max(row["requests"], 1)
+        print(f"  {name:12} {row['requests']:6,} {row['prompt'] / n:7.1f} {row['computed'] / n:7.1f} "
+              f"{row['prompt']:10,} {row['computed']:9,} {row['generated']:8,}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("experiments/truthfulqa-a2c.yaml"))
@@ -51,6 +84,9 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=64, help="questions to run (default 64)")
     parser.add_argument("--target", type=float, default=1.05, help="ratio to reach (default 1.05)")
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
+    parser.add_argument("--requests", type=Path, help="also write every recorded request (JSON lines)")
+    parser.add_argument("--no-replay", action="store_true",
+                        help="run the pipeline half only (its token figures; no ratio): half the time")
     args = parser.parse_args()
 
     import vllm
@@ -58,6 +94,7 @@ def main() -> int:
     from a2c.cli.run import apply_overrides
     from a2c.llm import build_generator
     from a2c.pipeline import run_experiment
+    from a2c.prompts import load_template
     from a2c.tasks import load_config
 
     config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
@@ -66,6 +103,7 @@ def main() -> int:
         parser.error(f"{args.config}: generator.backend is {config.generator.backend!r}; the ratio is "
                      "measured against the in-process vllm engine")
     recorded: list[tuple[list[Any], list[Any]]] = []
+    pipeline_outputs: list[Any] = []
     inside = {"seconds": 0.0, "prompt": 0, "generated": 0, "cached": 0}
     generate = vllm.LLM.generate
 
@@ -78,6 +116,7 @@ def main() -> int:
         inside["generated"] += generated
         inside["cached"] += cached
         recorded.append((list(prompts), list(params)))
+        pipeline_outputs.extend(outputs)
         return outputs
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,30 +136,49 @@ def main() -> int:
 
         prompts = [p for batch, _ in recorded for p in batch]
         params = [p for _, batch in recorded for p in batch]
-        llm.reset_prefix_cache()  # the replay must not reuse what the pipeline left in the cache
-        started = time.perf_counter()
-        outputs = llm.generate(prompts, params, use_tqdm=False)
-        replay = Half(time.perf_counter() - started, *_tokens(outputs))
+        outputs: list[Any] = []
+        replay = None
+        if not args.no_replay:
+            llm.reset_prefix_cache()  # the replay must not reuse what the pipeline left in the cache
+            started = time.perf_counter()
+            outputs = llm.generate(prompts, params, use_tqdm=False)
+            replay = Half(time.perf_counter() - started, *_tokens(outputs))
 
-    ratio = pipeline.seconds / replay.seconds
+    systems = {name: (load_template(name).system or "").strip().splitlines()[0]
+               for name in ("paraphrase", "long_answer", "answer", "rank", "usc", "same_answer")}
+    in_pipeline, in_replay = _per_template(pipeline_outputs, systems), _per_template(outputs, systems)
     print(f"config {args.config}, {args.limit} questions, model load {load:.0f} s, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"requests: {len(prompts):,} in {len(recorded)} generate calls "
           f"({sum(p.n for p in params):,} samples)")
     print(f"pipeline: {pipeline.seconds:,.1f} s ({inside['seconds']:,.1f} s inside the engine); "
           f"{pipeline.rates()}")
-    print(f"engine replay, one call: {replay.seconds:,.1f} s; {replay.rates()}")
-    print(f"ratio pipeline / engine: {ratio:.3f} (target {args.target:.2f})")
+    ratio = None if replay is None else pipeline.seconds / replay.seconds
+    if replay is not None and ratio is not None:
+        print(f"engine replay, one call: {replay.seconds:,.1f} s; {replay.rates()}")
+        print(f"ratio pipeline / engine: {ratio:.3f} (target {args.target:.2f})")
     stages = {name: round(s.seconds, 1) for name, s in result.stages.items() if not s.skipped}
     print("per stage: " + ", ".join(f"{name} {seconds:,.1f} s" for name, seconds in stages.items()))
+    _print_table("pipeline per template", in_pipeline)
+    if replay is not None:
+        _print_table("replay per template", in_replay)
+    if args.requests:
+        with args.requests.open("w") as out:
+            for prompt, param, done in zip(prompts, params, pipeline_outputs, strict=True):
+                out.write(json.dumps({"prompt": prompt, "n": param.n, "temperature": param.temperature,
+                                      "max_tokens": param.max_tokens,
+                                      "prompt_tokens": len(done.prompt_token_ids or ()),
+                                      "cached_tokens": done.num_cached_tokens or 0,
+                                      "generated": [sample.text for sample in done.outputs]}) + "\n")
     if args.json:
         args.json.write_text(json.dumps({
             "config": str(args.config), "limit": args.limit, "load_seconds": load, "ratio": ratio,
             "requests": len(prompts), "generate_calls": len(recorded),
             "pipeline": asdict(pipeline), "pipeline_inside_engine_seconds": inside["seconds"],
-            "replay": asdict(replay), "stage_seconds": stages,
+            "replay": None if replay is None else asdict(replay), "stage_seconds": stages,
+            "pipeline_per_template": in_pipeline, "replay_per_template": in_replay,
             "loadavg": os.getloadavg()}, indent=2) + "\n")
-    return 0 if ratio <= args.target else 1
+    return 0 if ratio is None or ratio <= args.target else 1
 
 
 if __name__ == "__main__":

@@ -23,9 +23,10 @@ class SlowServer:
     """OpenAI chat/completions on 127.0.0.1: the i-th request (in arrival order) is answered after
     `delays[i]` seconds (at once when not listed) or, when `status` is set, refused with it; a request whose
     body `fails` says yes to is refused with 500 each time it comes (a prompt that never gets an answer).
-    It records what arrived and what it finished answering, and stops by itself after LIFETIME seconds."""
+    It records what arrived and what it finished answering, and stops by itself after LIFETIME seconds.
+    `keep_alive`: answer in HTTP/1.1 and keep connections open (by default each answer closes its own)."""
 
-    def __init__(self, lifetime: float = LIFETIME) -> None:
+    def __init__(self, lifetime: float = LIFETIME, keep_alive: bool = False) -> None:
         self.delays: list[float] = []
         self.status: int | None = None
         self.fails: Callable[[dict], bool] = lambda body: False
@@ -35,7 +36,10 @@ class SlowServer:
         self.answered: list[dict] = []
         self.stopped = threading.Event()
         self._lock = threading.Lock()
-        self._http = _Listener(("127.0.0.1", 0), self._handler())
+        handler = self._handler()
+        if keep_alive:  # HTTP/1.1: connections stay open between requests, as vLLM's and llama.cpp's do
+            handler.protocol_version = "HTTP/1.1"
+        self._http = _Listener(("127.0.0.1", 0), handler)
         self._http.handle_error = lambda request, address: None  # a client that left mid-answer
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
         threading.Thread(target=self._http.serve_forever, daemon=True).start()

@@ -69,6 +69,11 @@ def test_cache_serves_rerun_with_zero_model_calls(smollm2, tmp_path):
     # identical requests within one call are generated once
     twins = gen.generate([GenerationRequest(prompt="Fire is", max_tokens=4)] * 3)
     assert gen.stats.generated == 5 and len({g.text for g in twins}) == 1
+    # and so are greedy ones that differ only in seed: the answer is the same, cached under each key
+    seeded = [GenerationRequest(prompt="Ice is", max_tokens=4, seed=seed) for seed in (1, 2, 3)]
+    alike = gen.generate(seeded)
+    assert gen.stats.generated == 6 and len({g.text for g in alike}) == 1
+    assert all(all(g.cached) for g in gen.generate(seeded)) and gen.stats.generated == 6
 
 
 def test_chat_template_is_applied(smollm2):

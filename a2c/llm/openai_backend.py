@@ -32,19 +32,21 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 from tenacity import (
+    RetryCallState,
     Retrying,
     retry_if_exception,
     sleep_using_event,
     stop_after_attempt,
-    stop_before_delay,
     wait_exponential,
 )
+from tenacity.stop import stop_base
 
 from a2c.errors import A2CError
 from a2c.interrupts import first_interrupt_as_event
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import OpenAIConfig
-from a2c.llm.deadline import DeadlineTransport, deadline_at
+from a2c.llm.connections import Connections, status_error
+from a2c.llm.deadline import deadline_at
 from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, FailedJobs, SampleResult
 from a2c.llm.server import model_identity
@@ -58,6 +60,8 @@ class BackendError(A2CError):
 MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts
 
 T = TypeVar("T")
+# request bodies as httpx spelled them: compact, UTF-8 as it is, no NaN (JSON has none)
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class _Stopped(Exception):
@@ -76,6 +80,17 @@ class _Done:
 # what the main loop waits for: finished jobs, a worker that stopped (no job left, or the run is
 # stopping), the first SIGINT
 _Event = _Done | Literal["exited", "interrupted"]
+
+
+class _StopBeforeDeadline(stop_base):
+    """tenacity's `stop_before_delay` against a fixed moment: a request's first attempt runs before
+    tenacity is involved, so its time limit cannot count from tenacity's start."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return time.monotonic() + retry_state.upcoming_sleep >= self.deadline
 
 
 def _transient(status: int) -> bool:
@@ -108,10 +123,7 @@ class OpenAIBackend:
         key = os.environ.get(config.api_key_env)
         remember_secret(key)  # masked in every error line, whatever the variable is called
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        limits = httpx.Limits(max_connections=config.max_concurrency,
-                              max_keepalive_connections=config.max_concurrency)
-        self._client = httpx.Client(headers=headers, timeout=config.timeout,
-                                    transport=DeadlineTransport(limits))
+        self._http = Connections(headers, config.timeout)
         self._urls = itertools.cycle(config.base_urls)
         self._urls_lock = threading.Lock()
 
@@ -139,13 +151,14 @@ class OpenAIBackend:
 
     def _post(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         url = self._next_url() + path  # each attempt may go to another replica
-        response = self._client.post(url, json=body)
-        response.raise_for_status()
+        status, data = self._http.request("POST", url, _JSON.encode(body).encode())
+        if status >= 400:
+            raise status_error("POST", url, status, data)
         try:
-            return url, response.json()
+            return url, json.loads(data)
         except ValueError:
-            raise BackendError(f"malformed response from {url}: not JSON: {redact(response.text)[:200]!r}"
-                               ) from None
+            text = data.decode(errors="replace")
+            raise BackendError(f"malformed response from {url}: not JSON: {redact(text)[:200]!r}") from None
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
         """One request, retried as `_with_retries` says; a refusal (4xx but 429) fails at once."""
@@ -172,37 +185,46 @@ class OpenAIBackend:
 
     def _identity_at(self, base_url: str) -> dict[str, Any] | None:
         url = f"{base_url}/models"
-        response = self._with_retries(url, lambda: self._get(url), threading.Event())
-        if response.status_code != 200:
+        status, data = self._with_retries(url, lambda: self._get(url), threading.Event())
+        if status != 200:
             return None  # a server that does not list its models (404, 501), or not to us (401)
         try:
-            listing = response.json()
+            listing = json.loads(data)
         except ValueError:
             return None
         return model_identity(listing, self.model)
 
-    def _get(self, url: str) -> httpx.Response:
+    def _get(self, url: str) -> tuple[int, bytes]:
         """The answer to GET `url`; only a transient refusal raises (501 Not Implemented is not one)."""
-        response = self._client.get(url)
-        if _transient(response.status_code) and response.status_code != 501:
-            response.raise_for_status()
-        return response
+        status, data = self._http.request("GET", url)
+        if _transient(status) and status != 501:
+            raise status_error("GET", url, status, data)
+        return status, data
 
     def _with_retries(self, where: str, send: Callable[[], T], stop: threading.Event) -> T:
         """`send()`, retried on transient failures: `max_retries` retries after the first attempt, waiting
         `retry_wait`, then twice as long each time (at most MAX_BACKOFF), all within `request_timeout`.
         `stop` ends the retrying: it wakes a backoff wait, and no attempt starts once it is set. A refusal
         is raised as it came (the caller words it); giving up is a BackendError naming `where`."""
-        retrying = self._retrying(stop)
         limit = self.config.request_timeout
         deadline = time.monotonic() + limit
+        failed: list[BaseException] = []  # the first attempt's failure, handed to tenacity as its first
 
         def attempt() -> T:
+            if failed:
+                raise failed.pop()
             if stop.is_set():
                 raise _Stopped  # not retried: the run is stopping
             with deadline_at(deadline):
                 return send()
 
+        try:  # the first attempt outside tenacity, whose bookkeeping costs a fair part of a request's CPU
+            return attempt()
+        except Exception as exc:
+            if not _retryable(exc):
+                raise
+            failed.append(exc)
+        retrying = self._retrying(stop, deadline)
         try:
             return retrying(attempt)
         except httpx.HTTPStatusError as exc:
@@ -217,11 +239,14 @@ class OpenAIBackend:
                                f"attempt(s)): {_describe(failure)}") from None
         raise BackendError(f"{where} failed after {attempts} attempt(s): {_describe(failure)}") from None
 
-    def _retrying(self, stop: threading.Event) -> Retrying:
-        """The retry policy of one request; its backoff wait returns as soon as `stop` is set."""
-        attempts, limit = self.config.max_retries + 1, self.config.request_timeout
+    def _retrying(self, stop: threading.Event, deadline: float | None = None) -> Retrying:
+        """The retry policy of one request; its backoff wait returns as soon as `stop` is set, and no
+        attempt starts whose wait would end past `deadline` (default: `request_timeout` from now)."""
+        attempts = self.config.max_retries + 1
+        if deadline is None:
+            deadline = time.monotonic() + self.config.request_timeout
         return Retrying(
-            stop=stop_after_attempt(attempts) | stop_before_delay(limit),
+            stop=stop_after_attempt(attempts) | _StopBeforeDeadline(deadline),
             wait=wait_exponential(multiplier=self.config.retry_wait, max=MAX_BACKOFF),
             retry=retry_if_exception(_retryable), sleep=sleep_using_event(stop), reraise=True)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -180,12 +180,22 @@ class CachedGenerator:
                 if result.truncated_to is None or result.truncated_to == self.impl.truncates_to:
                     results[s] = result
                     from_cache[s] = True
-        first_slot: dict[str, int] = {}  # identical samples within one call are generated once
+        # identical samples within one call are generated once; so are greedy ones that differ only in
+        # seed or sample index (a greedy answer depends on neither), each still cached under its own key
+        first_slot: dict[Any, int] = {}
+        answered_by = list(range(len(slots)))  # slot → the slot whose job answers it
         for s, key in enumerate(keys):
-            first_slot.setdefault(key, s)
-        todo = [s for s, key in enumerate(keys) if results[s] is None and first_slot[key] == s]
+            if results[s] is None:
+                request = requests[slots[s][0]]
+                same = key if request.temperature > 0 else replace(request, seed=None, n=1)
+                answered_by[s] = first_slot.setdefault(same, s)
+        todo = [s for s in range(len(slots)) if results[s] is None and answered_by[s] == s]
         jobs = [replace(requests[slots[s][0]], n=1, seed=sample_seed(requests[slots[s][0]].seed, slots[s][1]))
                 for s in todo]
+        also: dict[int, set[str]] = {}  # a job's slot → the other keys its answer is cached under
+        for s, first in enumerate(answered_by):
+            if first != s and keys[s] != keys[first]:
+                also.setdefault(first, set()).add(keys[s])
 
         budgets = [requests[r].max_tokens for r, _ in slots]
         running = set(todo)  # the others are served by the cache or by a duplicate within the call
@@ -198,7 +208,12 @@ class CachedGenerator:
                 self.stats.generated += 1
                 self.stats.prompt_tokens += result.prompt_tokens
                 self.stats.completion_tokens += result.completion.completion_tokens
-            self.cache.put_many({keys[todo[j]]: _to_json(result) for j, result in done}, CACHE_NAMESPACE)
+            entries = {}
+            for j, result in done:
+                value = _to_json(result)
+                entries[keys[todo[j]]] = value
+                entries.update(dict.fromkeys(also.get(todo[j], ()), value))
+            self.cache.put_many(entries, CACHE_NAMESPACE)
 
         failed: dict[int, Exception] = {}  # slot → why it failed for good (`keep_going`)
         with showing(bar):
@@ -207,11 +222,11 @@ class CachedGenerator:
                     self.impl.run(jobs, emit)
                 except FailedJobs as exc:
                     failed = {todo[j]: error for j, error in exc.errors.items()}
-        for s, key in enumerate(keys):
+        for s, first in enumerate(answered_by):
             if results[s] is None:
-                results[s] = results[first_slot[key]]
-                if first_slot[key] in failed:
-                    failed[s] = failed[first_slot[key]]
+                results[s] = results[first]
+                if first in failed:
+                    failed[s] = failed[first]
         self.stats.cached += sum(from_cache)
         missing = [s for s in todo if results[s] is None and s not in failed]
         if missing:
@@ -246,7 +261,8 @@ class CachedGenerator:
 
 def _to_json(result: SampleResult) -> dict[str, Any]:
     cut = {} if result.truncated_to is None else {"truncated_to": result.truncated_to}
-    return {**asdict(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
+    # the completion's fields as they are (asdict would deep-copy the logprobs only to serialise them)
+    return {**vars(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
 
 
 def _from_json(value: Any, path: Path | None) -> SampleResult:

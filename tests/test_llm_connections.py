@@ -1,0 +1,185 @@
+"""The openai backend's connections (`a2c.llm.connections`, http.client underneath) against scripted
+127.0.0.1 servers: connections kept and reused, chunked and read-to-close bodies, a kept-alive connection
+the server closed, garbage and silence, each failure as httpx's type (the backend's retries and messages
+depend on it)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from a2c.llm.connections import Connections
+
+ANSWER = b'{"ok": true}'
+
+
+class RawServer:
+    """Accepts connections on 127.0.0.1 and answers each request with `reply(n)` (the n-th request), raw
+    bytes; `close_after` closes a connection after that many answers. Counts connections and requests."""
+
+    def __init__(self, reply: Callable[[int], bytes], close_after: int | None = None) -> None:
+        self.reply, self.close_after = reply, close_after
+        self.connections = self.requests = self.closed = 0
+        self.bodies: list[bytes] = []
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1/chat/completions"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            self._answer(conn)
+        finally:
+            conn.close()
+            self.closed += 1
+
+    def _answer(self, conn: socket.socket) -> None:
+        buffer, answered = b"", 0
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            while len(buffer) < length:
+                buffer += conn.recv(65536)
+            self.bodies.append(buffer[:length])
+            buffer = buffer[length:]
+            self.requests += 1
+            conn.sendall(self.reply(self.requests))
+            answered += 1
+            if self.close_after is not None and answered >= self.close_after:
+                return
+
+    def stop(self) -> None:
+        self._sock.close()
+
+
+def _response(body: bytes = ANSWER, status: str = "200 OK") -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., RawServer]]:
+    started: list[RawServer] = []
+
+    def start(reply: Callable[[int], bytes], close_after: int | None = None) -> RawServer:
+        started.append(RawServer(reply, close_after))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def _post(client: Connections, url: str, body: object) -> tuple[int, object]:
+    status, data = client.request("POST", url, json.dumps(body).encode())
+    return status, json.loads(data)
+
+
+def test_one_connection_carries_every_request(serve):
+    server = serve(lambda n: _response())
+    client = Connections({"Authorization": "Bearer k"}, timeout=10)
+    assert [_post(client, server.url, {"n": i}) for i in range(5)] == [(200, {"ok": True})] * 5
+    assert server.connections == 1 and server.requests == 5
+    assert json.loads(server.bodies[3]) == {"n": 3}
+
+
+def test_threads_each_keep_their_own_connection(serve):
+    server = serve(lambda n: _response())
+    client = Connections({}, timeout=10)
+    barrier = threading.Barrier(3)
+
+    def work() -> None:
+        barrier.wait()
+        for _ in range(4):
+            assert _post(client, server.url, {}) == (200, {"ok": True})
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert server.requests == 12 and server.connections <= 3
+
+
+def test_a_chunked_body_with_trailers_is_joined(serve):
+    body = b"7\r\n{\"ok\": \r\n5\r\ntrue}\r\n0\r\nX-Trailer: 1\r\n\r\n"
+    server = serve(lambda n: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+    client = Connections({}, timeout=10)
+    assert _post(client, server.url, {}) == (200, {"ok": True})
+    assert _post(client, server.url, {}) == (200, {"ok": True})  # the connection was left at the next answer
+    assert server.connections == 1
+
+
+def test_a_body_that_ends_with_the_connection(serve):
+    server = serve(lambda n: b"HTTP/1.0 200 OK\r\n\r\n" + ANSWER, close_after=1)
+    client = Connections({}, timeout=10)
+    assert _post(client, server.url, {}) == (200, {"ok": True})
+    assert _post(client, server.url, {}) == (200, {"ok": True})
+    assert server.connections == 2  # HTTP/1.0 without keep-alive: nothing kept
+
+
+def test_a_kept_connection_the_server_closed_is_replaced(serve):
+    server = serve(lambda n: _response(), close_after=1)  # says HTTP/1.1, then hangs up anyway
+    client = Connections({}, timeout=10)
+    for i in range(3):
+        while server.closed < i:  # the hang-up has happened (the check before reuse must see it)
+            time.sleep(0.01)
+        assert _post(client, server.url, {}) == (200, {"ok": True})
+    assert server.requests == 3 and server.connections == 3
+
+
+def test_error_statuses_come_back_as_they_are(serve):
+    server = serve(lambda n: _response(b'{"error": "bad"}', "400 Bad Request"))
+    client = Connections({}, timeout=10)
+    assert client.request("POST", server.url, b"{}") == (400, b'{"error": "bad"}')
+    assert _post(client, server.url, {}) == (400, {"error": "bad"})  # and the connection stays usable
+    assert server.connections == 1
+
+
+def test_garbage_and_a_hang_up_are_protocol_errors(serve):
+    server = serve(lambda n: b"SMTP ready\r\n\r\n")
+    client = Connections({}, timeout=10)
+    with pytest.raises(httpx.RemoteProtocolError, match="BadStatusLine"):
+        client.request("POST", server.url, b"{}")
+    silent = serve(lambda n: b"", close_after=1)  # reads the request, answers nothing, hangs up
+    with pytest.raises(httpx.RemoteProtocolError, match="RemoteDisconnected"):
+        client.request("POST", silent.url, b"{}")
+
+
+def test_a_refused_port_and_a_url_that_is_not_http():
+    client = Connections({}, timeout=10)
+    with socket.create_server(("127.0.0.1", 0)) as unused:
+        port = unused.getsockname()[1]  # closed at once: nothing listens there
+    with pytest.raises(httpx.ConnectError):
+        client.request("POST", f"http://127.0.0.1:{port}/v1/chat/completions", b"{}")
+    with pytest.raises(httpx.UnsupportedProtocol, match="not an http"):
+        client.request("GET", "ftp://127.0.0.1/v1/models")
+
+
+def test_a_silent_server_times_out_as_a_read_timeout(serve):
+    server = serve(lambda n: threading.Event().wait(5) and b"")  # type: ignore[func-returns-value]
+    client = Connections({}, timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        client.request("POST", server.url, b"{}")
+    assert time.monotonic() - started < 3

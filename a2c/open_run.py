@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from a2c.config_file import parse_config
 from a2c.errors import A2CError
 from a2c.pipeline import CONFIG_FILE, RunFolderError
 from a2c.store import RunFolder
-from a2c.tasks import OpenedRun, parse_config, task_of
+from a2c.tasks import OpenedRun, task_of
 
 
 def open_run(path: Path, *, data: bool = True) -> OpenedRun:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from a2c.config import RunConfig, dump_config
+from a2c.config_file import load_config
 from a2c.errors import A2CError
 from a2c.runfiles import Row, RunFile, RunFileError
 from a2c.runlock import LOCK_FILE, hold_run_folder
@@ -33,7 +34,7 @@ from a2c.stage import (
     run_stages,
 )
 from a2c.store import RunFolder, streamed_name
-from a2c.tasks import TASKS, TaskSpec, load_config, task_of
+from a2c.tasks import TASKS, TaskSpec, task_of
 
 RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
 CONFIG_FILE = "config.yaml"  # the resolved config of the last `a2c run`

@@ -23,7 +23,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "a2c"
 FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view", "a2c.inspect",
           "a2c.lmeval")
-RUNNER = ("a2c.config", "a2c.stage", "a2c.tasks", "a2c.pipeline", "a2c.open_run")
+RUNNER = ("a2c.config", "a2c.config_file", "a2c.stage", "a2c.tasks", "a2c.pipeline", "a2c.open_run")
 COMPONENTS = ("a2c.llm", "a2c.judges", "a2c.metrics", "a2c.data")
 # a2c.data's names of 0.1 resolve into the wing with a DeprecationWarning (PEP 562): the one way from the
 # core into a wing, gone with those aliases

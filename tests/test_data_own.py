@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from a2c.config import ConfigError
+from a2c.config_file import load_config, parse_config
 from a2c.qa.data import DatasetError, QARecord, load_records
 from a2c.qa.task import load_data
-from a2c.tasks import load_config, parse_config
 
 # the same three questions in every format, under names that are not a2c's
 ROWS = [

@@ -71,11 +71,11 @@ def _interval(item: object) -> str:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_file
+    from a2c.config_file import load_config
     from a2c.errors import A2CError
     from a2c.pipeline import CALIBRATION_FILE, RunFolder, run_task
     from a2c.qa.calibration import calibration_file, write_calibration
     from a2c.qa.config import ExperimentConfig
-    from a2c.tasks import load_config
 
     output = args.output or args.run_dir / CALIBRATION_FILE
     check_output_file(output, "--output")

@@ -103,7 +103,8 @@ def batch_sizes(config: RunConfig) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from a2c.tasks import load_config, task_of
+    from a2c.config_file import load_config
+    from a2c.tasks import task_of
 
     # the config first: a mistake in it is reported before the pipeline's libraries load
     config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,

@@ -213,3 +213,14 @@ def test_the_rules_catch_what_they_should(source, target, why):
 def test_cycles_are_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_stage_machinery_knows_no_generation_backend():
+    """`a2c.stage` builds generators through `a2c.llm` and keys stages by what they read; what a backend's
+    settings change in its outputs (`generator_slice`) is the generator config's business."""
+    stage = PACKAGE / "stage.py"
+    assert import_graph()["a2c.stage"] <= {"a2c.config", "a2c.llm", "a2c.runfiles", "a2c.store"}
+    text = stage.read_text(encoding="utf-8").lower()
+    named = [name for name in ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
+             if name in text]
+    assert named == []

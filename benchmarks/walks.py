@@ -1,13 +1,17 @@
 """How far a maintainer walks to follow a call: rooms, moves and climbs of a real call through a2c's modules.
 
-A call is traced (`sys.settrace`, a2c's frames only) and read as the walk a reader takes following it:
-the modules its calls enter, in the order entered, are the rooms; going from one room to the next is a
-move (each pair counted once, in the order first taken), and a move onto a higher floor than the room the
-walk came from is a climb (the reader went down to a helper, and must go back up the stairs for the next
-step: the zigzag of a loader that reads a file, then resolves paths, then validates, each a floor up).
-Callbacks are counted too: a call from a module into one on a higher floor (the caller's own frame).
-Calls from the core into a task's wing go through the task's `TaskSpec` (its stages, data, summary and
-report): they are counted apart, as hooks, since each is one line of the task's spec and not a detour.
+A call is traced (`sys.settrace`, a2c's frames only) and read as a walk through the house. The rooms are
+the core modules it enters; a move is a call from one module into another (each caller → callee pair
+counted once); a climb is a move onto a higher floor than the module the call came from: a lower module
+calling back up (a callback, a lambda handed down), which the layering is meant to rule out.
+Calls from the core into a task's wing go through the task's `TaskSpec` (its config model, stages, data,
+summary and report) and are counted apart, as hooks, since each is one line of the task's spec and not a
+detour; what the wing's own code then calls is the task's walk and is not followed.
+
+The issue's first measure read the walk in reading order instead: each room entered, then the next one
+entered, a return not followed. There a step to a higher floor ("back up") is also what happens after any
+helper returns and its caller calls the next step one floor up (read a file, then validate), so it counts
+more than calls going the wrong way; it is printed beside the climbs for comparison.
 
 Floors, bottom to top, as `tests/test_architecture.py` layers the package: shared utilities, the machine
 (cache, devices, hub, signals), the components (llm, judges, metrics, data, prompting, display), the
@@ -34,14 +38,20 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-# (floor, module prefixes): the first prefix that matches a module decides its floor
-FLOORS: tuple[tuple[int, tuple[str, ...]], ...] = (
+# (floor, module prefixes): the first prefix that matches a module decides its floor. Inside the run
+# machinery and the settings, a module is a step above the modules it imports (x.1, x.2, ...).
+FLOORS: tuple[tuple[float, tuple[str, ...]], ...] = (
     (6, ("a2c.cli", "a2c.view", "a2c.serve", "a2c.inspect", "a2c.lmeval", "a2c.choose", "a2c.scoring",
          "a2c.__main__")),
     (5, ("a2c.qa", "a2c.classification")),
-    (4, ("a2c.run", "a2c.pipeline", "a2c.stage", "a2c.tasks", "a2c.open_run", "a2c.store", "a2c.runfiles",
-         "a2c.runlock")),
-    (3, ("a2c.settings", "a2c.config", "a2c.config_paths", "a2c.runpaths")),
+    (4.4, ("a2c.run.pipeline", "a2c.pipeline")),
+    (4.3, ("a2c.run.open_run", "a2c.open_run", "a2c.run.config_file", "a2c.config_file")),
+    (4.2, ("a2c.run.tasks", "a2c.tasks")),
+    (4.1, ("a2c.run.stage", "a2c.stage")),
+    (4, ("a2c.run", "a2c.store", "a2c.runfiles", "a2c.runlock")),
+    (3.2, ("a2c.settings.config", "a2c.config")),
+    (3.1, ("a2c.settings.config_paths", "a2c.config_paths")),
+    (3, ("a2c.settings", "a2c.runpaths")),
     (2, ("a2c.llm", "a2c.judges", "a2c.metrics", "a2c.data", "a2c.prompting", "a2c.display",
          "a2c.paraphrase", "a2c.paraphrase_checks", "a2c.prompts", "a2c.reporting", "a2c.viewdata",
          "a2c.calibration_maps")),
@@ -52,7 +62,7 @@ FLOORS: tuple[tuple[int, tuple[str, ...]], ...] = (
 WINGS = 5
 
 
-def floor(module: str) -> int:
+def floor(module: str) -> float:
     for level, prefixes in FLOORS:
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return level
@@ -64,10 +74,10 @@ def floor(module: str) -> int:
 @dataclass
 class Walk:
     entry: str
-    moves: list[tuple[str, str]] = field(default_factory=list)  # room → next room, each pair once
-    hooks_taken: dict[tuple[str, str], None] = field(default_factory=dict)  # core → wing, each pair once
-    # caller → callee where the caller's floor is below the callee's: a lower module calling back up
-    callbacks: dict[tuple[str, str], None] = field(default_factory=dict)
+    # each pair once, in the order first taken (dicts keep it)
+    moves: dict[tuple[str, str], None] = field(default_factory=dict)  # caller's module → callee's (core)
+    hooks: dict[tuple[str, str], None] = field(default_factory=dict)  # core → the task's wing
+    reading: dict[tuple[str, str], None] = field(default_factory=dict)  # room entered → next room entered
 
     @property
     def rooms(self) -> set[str]:
@@ -78,12 +88,8 @@ class Walk:
         return [(a, b) for a, b in self.moves if floor(b) > floor(a)]
 
     @property
-    def hooks(self) -> list[tuple[str, str]]:
-        return list(self.hooks_taken)
-
-
-def _core(name: str) -> bool:
-    return (name == "a2c" or name.startswith("a2c.")) and floor(name) != WINGS
+    def zigzags(self) -> list[tuple[str, str]]:
+        return [(a, b) for a, b in self.reading if floor(b) > floor(a)]
 
 
 def _wing_on_stack(frame: FrameType | None) -> bool:
@@ -105,27 +111,23 @@ def _caller(frame: FrameType | None) -> str | None:
 
 
 def trace(call: Callable[[], Any], entry: str) -> Walk:
-    """The walk `call` takes through a2c's core (in this thread): the modules its calls enter, in order."""
+    """The walk `call` takes through a2c's core (in this thread)."""
     walk = Walk(entry)
-    seen: set[tuple[str, str]] = set()
     here = [entry]
 
     def on_call(frame: FrameType, event: str, arg: Any) -> None:
-        if event != "call":
-            return
         room = str(frame.f_globals.get("__name__", ""))
-        if not room.startswith("a2c") or room == here[0] or _wing_on_stack(frame.f_back):
+        if event != "call" or not room.startswith("a2c") or _wing_on_stack(frame.f_back):
             return
-        caller = _caller(frame.f_back)
-        if caller is not None and caller != room and floor(caller) < floor(room) != WINGS:
-            walk.callbacks.setdefault((caller, room), None)
+        caller = _caller(frame.f_back) or entry
         if floor(room) == WINGS:
-            walk.hooks_taken.setdefault((here[0], room), None)
+            walk.hooks.setdefault((caller, room), None)
             return
-        if (here[0], room) not in seen:
-            seen.add((here[0], room))
-            walk.moves.append((here[0], room))
-        here[0] = room
+        if caller != room:
+            walk.moves.setdefault((caller, room), None)
+        if room != here[0]:
+            walk.reading.setdefault((here[0], room), None)
+            here[0] = room
 
     sys.settrace(on_call)
     threading.settrace(on_call)  # type: ignore[arg-type]
@@ -173,16 +175,17 @@ def main() -> None:
     print(f"a2c from {Path(a2c.__file__).parent}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, walk in walks(Path(tmp)).items():
-            print(f"{name}: {len(walk.rooms)} rooms, {len(walk.moves)} moves, {len(walk.climbs)} climbs, "
-                  f"{len(walk.hooks)} hooks into the wing, {len(walk.callbacks)} callbacks")
-            for a, b in walk.callbacks:
-                print(f"  callback {a} ({floor(a)}) -> {b} ({floor(b)})")
+            print(f"{name}: {len(walk.rooms)} rooms, {len(walk.moves)} moves, {len(walk.climbs)} climbs; "
+                  f"{len(walk.hooks)} hooks into the wing; reading order: {len(walk.reading)} steps, "
+                  f"{len(walk.zigzags)} back up")
             for a, b in walk.climbs:
                 print(f"  climb {a} ({floor(a)}) -> {b} ({floor(b)})")
             if args.moves:
-                for a, b in walk.moves:
-                    mark = "climb" if (a, b) in walk.climbs else "hook" if (a, b) in walk.hooks else ""
-                    print(f"    {a} -> {b} {mark}")
+                for a, b in [*walk.moves, *walk.hooks]:
+                    mark = " (climb)" if (a, b) in walk.climbs else " (hook)" if (a, b) in walk.hooks else ""
+                    print(f"    {a} -> {b}{mark}")
+                for a, b in walk.zigzags:
+                    print(f"    back up in reading order: {a} ({floor(a)}) -> {b} ({floor(b)})")
 
 
 if __name__ == "__main__":

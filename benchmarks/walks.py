@@ -39,7 +39,9 @@ from types import FrameType
 from typing import Any
 
 # (floor, module prefixes): the first prefix that matches a module decides its floor. Inside the run
-# machinery and the settings, a module is a step above the modules it imports (x.1, x.2, ...).
+# machinery and the settings, a module is a step above the modules it imports (x.1, x.2, ...). Each floor
+# lists the modules' paths before and after the floor plan (floor plan: old names kept), so the script
+# measures a checkout of either.
 FLOORS: tuple[tuple[float, tuple[str, ...]], ...] = (
     (6, ("a2c.cli", "a2c.view", "a2c.serve", "a2c.inspect", "a2c.lmeval", "a2c.choose", "a2c.scoring",
          "a2c.__main__")),

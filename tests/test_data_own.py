@@ -168,6 +168,7 @@ def test_a_hub_dataset_on_an_unreachable_hub_fails_fast(monkeypatch):
     import a2c.hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(a2c.hub, "hub_unreachable", lambda: "the hub at https://hf.co cannot be reached")
+    monkeypatch.setattr(a2c.hub, "hub_unreachable",
+                        lambda: "the hub at https://hf.co cannot be reached")
     with pytest.raises(DatasetError, match="cannot be reached"):
         load_records("hf", "someone/questions")

@@ -226,6 +226,6 @@ def test_the_stage_machinery_knows_no_generation_backend():
     assert import_graph()["a2c.stage"] <= {
         "a2c.config", "a2c.llm", "a2c.runfiles", "a2c.store"}
     text = _source("a2c.stage").read_text(encoding="utf-8").lower()
-    named = [name for name in ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
-             if name in text]
+    backends = ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
+    named = [name for name in backends if name in text]
     assert named == []

@@ -1,8 +1,8 @@
 """What every task's config shares, and how a config file's problems are reported.
 
 A task's config model (QA's `ExperimentConfig`, classification's `ClassificationConfig`) derives from
-`RunConfig`; the task registry (`a2c.tasks`) picks the model by the file's `task` key. Every validation
-problem is reported as `file:line: key: message`.
+`RunConfig`; `a2c.config_file` reads a config file into one, picking the model by the file's `task` key
+(`a2c.tasks.TASK_CONFIGS`). Every validation problem is reported as `file:line: key: message`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from a2c.errors import A2CError
+from a2c.files import node_line
 from a2c.llm.config import AnyGeneratorConfig, TransformersConfig
 from a2c.registry import Registry, UnknownNameError
 from a2c.runpaths import run_name, run_output
@@ -75,27 +76,10 @@ class RunConfig(StrictModel):
 C = TypeVar("C", bound=RunConfig)
 
 
-def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """1-based line of the deepest YAML node on a pydantic error path (key node for mappings)."""
-    node, line = root, None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def _describe(error: dict[str, Any], root: yaml.Node | None, source: str) -> str:
     # pydantic puts union-branch names (e.g. 'str', 'TechniqueConfig') into the path: keep real keys only
     loc = tuple(p for p in error["loc"] if isinstance(p, int) or (not p[:1].isupper() and p != "str"))
-    line = _node_line(root, loc)
+    line = node_line(root, loc)
     where = f"{source}:{line}" if line else source
     key = ".".join(str(p) for p in loc) or "(top level)"
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]

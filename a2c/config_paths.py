@@ -1,7 +1,7 @@
 """Paths written in a config are read from the config file's folder, so a config means the same thing
 whichever folder `a2c run` starts in (a config beside its data says `path: questions.jsonl`).
 
-Applied to the YAML data before validation (`a2c.tasks.parse_config`), for the keys every run config has
+Applied to the YAML data before validation (`a2c.config_file.parse_config`), for the keys every run config has
 (`CORE_PATH_KEYS`) and those its task declares (its config model's `path_keys`); absolute paths are kept. A
 path that must exist and does not fails here, with the config line and the absolute path searched. Defaults
 are not paths written in the config: the request cache (`.a2c-cache/cache.sqlite`, also when written out as
@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from a2c.cache import DEFAULT_CACHE_PATH
 from a2c.errors import A2CError
+from a2c.files import node_line
 
 # file: a file that must exist. yaml: a shipped name, or a YAML file that must exist (`.yaml`/`.yml`, the
 # rule of `a2c.resources.shipped_or_path`). model: a name (embedded, hub id), a `.gguf` file that must exist,
@@ -69,11 +72,11 @@ def _is_path(kind: Kind, value: str, folder: Path) -> bool:
     return True
 
 
-def resolve_config_paths(data: Data, folder: Path, source: str,
-                         line: Callable[[tuple[str | int, ...]], int | None],
+def resolve_config_paths(data: Data, folder: Path, source: str, root: yaml.Node | None,
                          error: type[A2CError], task_keys: Sequence[PathKey] = ()) -> Data:
     """`data` with every relative path of `CORE_PATH_KEYS` and `task_keys` made absolute against `folder`
-    (the config's); a missing file is `error` naming `source`, its `line` and the absolute path searched."""
+    (the config's); a missing file is `error` naming `source`, its line (in the YAML tree `root`) and the
+    absolute path searched."""
     folder = Path(os.path.abspath(folder))
     for path_key in (*task_keys, *CORE_PATH_KEYS):
         if not path_key.applies(data):
@@ -85,7 +88,7 @@ def resolve_config_paths(data: Data, folder: Path, source: str,
                 continue
             resolved = os.path.abspath(folder / value)  # normalises `..` without following links
             if path_key.kind != "created" and not Path(resolved).exists():
-                raise _missing(error, value, resolved, folder, f"{source}:{line(loc) or '?'}",
+                raise _missing(error, value, resolved, folder, f"{source}:{node_line(root, loc) or '?'}",
                                ".".join(map(str, loc)))
             container[key] = resolved
     return data

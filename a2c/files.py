@@ -94,6 +94,24 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|Tr
                               list("tTfF"))
 
 
+def node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest YAML node on a key path (the key's own line for a mapping), so an error
+    about a value names the line it was written on."""
+    node, line = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
 def parse_yaml(text: str, source: str, error: type[A2CError]) -> tuple[Any, yaml.Node | None]:
     """The data of YAML text and its node tree (which keeps line numbers); a YAML problem is `error` on one
     line, `source:line: not valid YAML: problem`. Read by `_Loader`: duplicate keys are errors, and only

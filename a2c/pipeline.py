@@ -19,7 +19,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from a2c.config import RunConfig, dump_config
+from a2c.config_file import load_config
 from a2c.errors import A2CError
+from a2c.open_run import CONFIG_FILE, RUN_FILE, RunFolderError, stored_run
 from a2c.runfiles import Row, RunFile, RunFileError
 from a2c.runlock import LOCK_FILE, hold_run_folder
 from a2c.stage import (
@@ -33,15 +35,9 @@ from a2c.stage import (
     run_stages,
 )
 from a2c.store import RunFolder, streamed_name
-from a2c.tasks import TASKS, TaskSpec, load_config, task_of
+from a2c.tasks import TASKS, TaskSpec, task_of
 
-RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
-CONFIG_FILE = "config.yaml"  # the resolved config of the last `a2c run`
 TIMINGS = RunFile("timings.json")  # wall time and per-stage counts of the last `a2c run`
-
-
-class RunFolderError(A2CError):
-    """The run folder holds another experiment or no a2c run (rerun with --force), or an unfinished one."""
 
 
 MARKERS = "stages"  # the folder of stage markers
@@ -237,11 +233,12 @@ def report_run(run_dir: Path, *, rescore: bool = True, human_labels: Path | None
     stage the report builds on is checked first against the run's config and dataset (its key and its
     outputs' digests): a stale, missing or edited one is refused, never reported from. The folder is locked
     for all of it, and the report stage's marker is updated, so the next `a2c run` reuses the report."""
-    config_file = _stored_config_file(run_dir)  # checked before the lock, which would create a file
-    folder = RunFolder(run_dir)
+    # opened before the lock, which would create a file in a folder holding no run; a run rewriting the
+    # folder meanwhile holds the lock (taking it fails), and one that ended meanwhile leaves stale stages
+    run = stored_run(run_dir)
+    folder, config, task, config_file = run.folder, run.config, run.task, run.config_file
     with hold_run_folder(Path(run_dir)):
-        config = load_config(config_file, paths_from_file=False)  # its paths were resolved when written
-        task = task_of(config)
+        task.check_data(config)
         report = task.stages[-1]
         ctx = task.make_context(config, folder, progress=progress)
         built_on = task.stages[:task.stages.index(task.rescore[0] if rescore else report)]
@@ -253,13 +250,6 @@ def report_run(run_dir: Path, *, rescore: bool = True, human_labels: Path | None
         text = task.write_report(folder, human_labels)
         record_marker(ctx, report, decide(ctx, report), StageStats(why="written by a2c report"))
     return text
-
-
-def rescore_run(run_dir: Path, *, progress: bool = False) -> TaskSpec[Any]:
-    """Recompute a finished run's metrics and report with the current code (`report_run`); returns the
-    run's task."""
-    report_run(run_dir, progress=progress)
-    return run_task(run_dir)
 
 
 def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: str) -> None:
@@ -280,20 +270,5 @@ def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: s
                              "made before)")
 
 
-def run_task(run_dir: Path) -> TaskSpec[Any]:
-    """The task of the run in a folder, from its config."""
-    return task_of(load_config(_stored_config_file(run_dir), paths_from_file=False))
-
-
-def _stored_config_file(run_dir: Path) -> Path:
-    """The resolved config a run folder holds, or `RunFolderError` when there is no folder or no run."""
-    if not Path(run_dir).is_dir():
-        raise RunFolderError(f"run folder not found: {run_dir}")
-    folder = RunFolder(Path(run_dir))
-    if not folder.exists(CONFIG_FILE):
-        raise RunFolderError(f"{run_dir} holds no a2c run ({CONFIG_FILE} is missing); run `a2c run` first")
-    return folder.file(CONFIG_FILE)
-
-
-__all__ = ["TIMINGS", "RunFolder", "RunFolderError", "RunResult", "claim_run_folder", "report_run",
-           "rescore_run", "run_experiment", "run_task"]
+__all__ = ["CONFIG_FILE", "RUN_FILE", "TIMINGS", "RunFolder", "RunFolderError", "RunResult",
+           "claim_run_folder", "report_run", "run_experiment"]

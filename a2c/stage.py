@@ -19,9 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar
 
 from a2c.config import RunConfig
-from a2c.devices import device_type, resolve_device
-from a2c.llm import GenerationStats, Generator, GeneratorConfig, build_generator
-from a2c.llm.config import InProcessConfig
+from a2c.llm import GenerationStats, Generator, build_generator
 from a2c.llm.progress import bar, status, ticking
 from a2c.runfiles import RunFile, RunFileError
 from a2c.store import Store
@@ -125,21 +123,6 @@ class RunContext(ABC, Generic[C]):
 
 
 X = TypeVar("X", bound=RunContext[Any])
-
-
-def generator_slice(config: GeneratorConfig) -> Slice:
-    """A generator as the request cache serves it, so a stage is reused exactly when the cache would serve
-    its generations: the request cache key plus the context a long prompt is cut to (batch sizes, URLs,
-    timeouts, the cache path and `context_policy`, which only refuses or cuts, change no output). An
-    in-process backend cuts prompts itself (a server applies its own limit), and draws differently on
-    another device type or dtype; the CPU at the default dtype adds nothing, so older stage keys stay."""
-    model = {"backend": config.backend, "model": config.model}
-    if not isinstance(config, InProcessConfig):
-        return model
-    device = device_type(resolve_device(config.device))
-    drawn = {} if device == "cpu" and config.dtype == "auto" else {"drawn": {"device": device,
-                                                                             "dtype": config.dtype}}
-    return {**model, "max_model_len": config.max_model_len, **drawn}
 
 
 def _always(config: Any) -> bool:

@@ -4,9 +4,9 @@ A task (a wing: QA, classification) registers one `TaskSpec`: its config model, 
 at load, its stages and their context, the summary model its metrics stage writes, the stages `a2c report`
 re-runs and how its report is drawn, and what else it supports: a view (`a2c view`), a comparison of runs
 (`a2c compare`), serving (`a2c serve`); its config model declares the keys that hold paths
-(`RunConfig.path_keys`). `a2c run`, `a2c report`, `a2c.run_experiment`, config dispatch and those commands
-all ask it, so the core names no task. Entries are lazy (`"module:attr"`): reading a config imports only its
-own task.
+(`RunConfig.path_keys`). `a2c run`, `a2c report`, `a2c.run_experiment`, config loading (`a2c.config_file`)
+and those commands all ask it, so the core names no task. Entries are lazy (`"module:attr"`): reading a
+config imports only its own task.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from a2c.config import ConfigError, RunConfig, _node_line, validate_config
-from a2c.config_paths import resolve_config_paths
+from a2c.config import RunConfig
 from a2c.errors import A2CError
-from a2c.files import parse_yaml, read_text
-from a2c.registry import Registry, UnknownNameError
+from a2c.registry import Registry
 
 if TYPE_CHECKING:  # a config error is reported before stages, stores and views (and numpy) are imported
     from pydantic import BaseModel
@@ -41,8 +39,8 @@ class TaskSpec(Generic[C]):
     name: str
     config: type[C]
     load_data: Callable[[C], Any]  # the config's dataset, every row checked
-    # what `load_config` checks before anything runs: a local data file read through (a hub dataset is
-    # fetched only when the run starts)
+    # what `a2c.config_file.load_config` checks before anything runs: a local data file read through (a hub
+    # dataset is fetched only when the run starts)
     check_data: Callable[[C], None]
     context: Callable[[C, Store, Any], RunContext[C]]  # (config, store, data) → the stages' context
     stages: tuple[Stage[Any], ...]
@@ -125,43 +123,8 @@ def task_of(config: RunConfig) -> TaskSpec[Any]:
     return TASKS.get(config.task)
 
 
-def parse_config(text: str, source: str = "<config>", folder: Path | None = None) -> RunConfig:
-    """Validate config text; every problem is reported as `file:line: key: message`. The top-level `task`
-    key picks the task's config model (`qa` when absent). Relative paths are read from `folder` when given
-    (`a2c.config_paths`), else from the working folder."""
-    data, root = parse_yaml(text, source, ConfigError)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping of settings at the top level")
-    name = data.get("task", DEFAULT_TASK)
-    try:
-        model = TASK_CONFIGS.get(str(name))
-    except UnknownNameError as exc:
-        line = _node_line(root, ("task",))
-        raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None
-    if folder is not None:
-        data = resolve_config_paths(data, folder, source, lambda loc: _node_line(root, loc), ConfigError,
-                                    model.path_keys)
-    config: RunConfig = validate_config(model, data, root, source)  # each task's own model
-    return config
-
-
-def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
-    """A config file, validated, and its local data file read through (encoding, columns, every row):
-    a bad config or data file fails here, before a run folder, a cache or a model is touched. Its relative
-    paths are read from its folder (`paths_from_file=False`: from the working folder, for a run's stored
-    config, whose paths were resolved when it was written)."""
-    path = Path(path)
-    text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
-    config = parse_config(text, str(path), path.parent if paths_from_file else None)
-    task_of(config).check_data(config)
-    return config
-
-
 def supporting(supports: Callable[[TaskSpec[Any]], bool]) -> str:
     """The tasks for which `supports` holds, for a refusal's one line: "(tasks that do: qa)"."""
     names = [name for name in TASKS.names() if supports(TASKS.get(name))]
     return f"(tasks that do: {', '.join(names) or 'none'})"
 
-
-def task_names() -> Sequence[str]:
-    return TASKS.names()

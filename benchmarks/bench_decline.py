@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from a2c.calibration_maps import fit_map
+from a2c.config_file import load_config
 from a2c.metrics.selective import aurc, coverage_at_risk, expected_calibration_error
 from a2c.pipeline import RunFolder
 from a2c.qa.calibration import (
@@ -37,7 +38,6 @@ from a2c.qa.calibration import (
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import SOURCES
 from a2c.qa.summary import judge_label
-from a2c.tasks import load_config
 
 METHOD = "isotonic"
 

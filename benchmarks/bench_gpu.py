@@ -226,7 +226,8 @@ def similarities() -> list[str]:
 def slice_config(args: argparse.Namespace, device: str, tmp: Path) -> Any:
     """The paper-protocol config with the transformers backend, offline judges and the given sizes; every
     path absolute, so the run does not depend on the working folder."""
-    from a2c.tasks import parse_config, task_of
+    from a2c.config_file import parse_config
+    from a2c.tasks import task_of
 
     data = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     data["dataset"]["path"] = str(args.csv.resolve())

@@ -29,9 +29,9 @@ def main() -> int:
 
     import a2c.paraphrase
     from a2c.cli.run import apply_overrides
+    from a2c.config_file import load_config
     from a2c.pipeline import run_experiment
     from a2c.qa.task import headline
-    from a2c.tasks import load_config
 
     config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
                              dataset_path=args.dataset_path)

@@ -23,16 +23,21 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "a2c"
 FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view", "a2c.inspect",
           "a2c.lmeval")
-RUNNER = ("a2c.config", "a2c.stage", "a2c.tasks", "a2c.pipeline", "a2c.open_run")
+RUNNER = ("a2c.config", "a2c.config_file", "a2c.stage", "a2c.tasks", "a2c.pipeline",
+          "a2c.open_run")
 COMPONENTS = ("a2c.llm", "a2c.judges", "a2c.metrics", "a2c.data")
 # a2c.data's names of 0.1 resolve into the wing with a DeprecationWarning (PEP 562): the one way from the
 # core into a wing, gone with those aliases
 DEPRECATED_ALIASES = {("a2c.data", "a2c.qa.data")}
 
 
+def _source(module: str) -> Path:
+    return PACKAGE.parent.joinpath(*module.split(".")).with_suffix(".py")
+
+
 def _registered_wings() -> tuple[str, ...]:
     """The packages of the task registry's entries (`TASKS.register_lazy("qa", "a2c.qa.task:TASK")`)."""
-    tree = ast.parse((PACKAGE / "tasks.py").read_text(encoding="utf-8"))
+    tree = ast.parse(_source("a2c.tasks").read_text(encoding="utf-8"))
     targets = [node.args[1].value for node in ast.walk(tree)
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                and node.func.attr == "register_lazy" and isinstance(node.args[1], ast.Constant)]
@@ -213,3 +218,14 @@ def test_the_rules_catch_what_they_should(source, target, why):
 def test_cycles_are_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_stage_machinery_knows_no_generation_backend():
+    """`a2c.stage` builds generators through `a2c.llm` and keys stages by what they read; what a backend's
+    settings change in its outputs (`generator_slice`) is the generator config's business."""
+    assert import_graph()["a2c.stage"] <= {
+        "a2c.config", "a2c.llm", "a2c.runfiles", "a2c.store"}
+    text = _source("a2c.stage").read_text(encoding="utf-8").lower()
+    backends = ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
+    named = [name for name in backends if name in text]
+    assert named == []

@@ -14,12 +14,12 @@ from a2c.classification.labeling import CalibrationError, calibrate, content_fre
 from a2c.classification.perturbations import content_free_input
 from a2c.classification.rows import LABELS
 from a2c.config import ConfigError
+from a2c.config_file import load_config
 from a2c.llm import GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.base import Completion
 from a2c.llm.scripted import spread_logprobs
 from a2c.pipeline import run_experiment
 from a2c.store import RunFolder
-from a2c.tasks import load_config
 
 E, N, C = "entailment", "neutral", "contradiction"
 WORDS = {E: E, N: N, C: C}

@@ -13,12 +13,12 @@ from a2c.classification import ClassificationConfig
 from a2c.classification.rows import INPUTS, LABELS, REWRITES
 from a2c.cli import main
 from a2c.config import ConfigError
+from a2c.config_file import load_config
 from a2c.data.errors import DatasetError
 from a2c.errors import A2CError
 from a2c.metrics.calm import reverse_consistency
 from a2c.pipeline import run_experiment
 from a2c.store import RunFolder
-from a2c.tasks import load_config
 
 EXPERIMENT = Path(__file__).resolve().parents[1] / "experiments" / "nli-consistency.yaml"
 SCRIPT = "scripted:entailment|neutral|contradiction|no idea"

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from a2c.config import ConfigError, dump_config
+from a2c.config_file import load_config, parse_config
 from a2c.errors import A2CError
 from a2c.qa.config import ExperimentConfig
-from a2c.tasks import TASK_CONFIGS, TASKS, load_config, parse_config
+from a2c.tasks import TASK_CONFIGS, TASKS
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

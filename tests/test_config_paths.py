@@ -13,8 +13,8 @@ import pytest
 
 from a2c.cache import DEFAULT_CACHE_PATH
 from a2c.config import ConfigError, dump_config
+from a2c.config_file import load_config, parse_config
 from a2c.qa.task import load_data
-from a2c.tasks import load_config, parse_config
 
 QUESTIONS = [{"qid": "a", "prompt": "Where is the Eiffel Tower?"},
              {"qid": "b", "prompt": "Why is the sky blue?"}]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from a2c.config import ConfigError
+from a2c.config_file import load_config, parse_config
 from a2c.qa.data import DatasetError, QARecord, load_records
 from a2c.qa.task import load_data
-from a2c.tasks import load_config, parse_config
 
 # the same three questions in every format, under names that are not a2c's
 ROWS = [
@@ -168,6 +168,7 @@ def test_a_hub_dataset_on_an_unreachable_hub_fails_fast(monkeypatch):
     import a2c.hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(a2c.hub, "hub_unreachable", lambda: "the hub at https://hf.co cannot be reached")
+    monkeypatch.setattr(a2c.hub, "hub_unreachable",
+                        lambda: "the hub at https://hf.co cannot be reached")
     with pytest.raises(DatasetError, match="cannot be reached"):
         load_records("hf", "someone/questions")

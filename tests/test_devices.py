@@ -14,8 +14,8 @@ import torch
 
 from a2c import devices
 from a2c.config import ConfigError
+from a2c.config_file import parse_config
 from a2c.devices import check_device, device_problem, device_type, resolve_device
-from a2c.tasks import parse_config
 
 
 @pytest.fixture

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from a2c.cli import main
 from a2c.config import ConfigError
+from a2c.config_file import load_config
 from a2c.qa.data import DatasetError, load_records, load_truthfulqa_csv
 from a2c.qa.data.truthfulqa import CSV_COLUMNS
-from a2c.tasks import load_config
 from tests.conftest import interruptible
 
 HEADER = ",".join(CSV_COLUMNS)

@@ -240,9 +240,9 @@ def test_a_judge_model_that_is_nowhere_fails_before_any_stage(tmp_path, tiny_nli
     a local folder nor in the HF cache, with the hub kept out, is one line and exit 2, with no run folder
     made; a local folder of a real model passes the check."""
     from a2c.cli import main
+    from a2c.config_file import parse_config
     from a2c.errors import A2CError
     from a2c.qa.task import check_models
-    from a2c.tasks import parse_config
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = tmp_path / "exp.yaml"

@@ -14,11 +14,10 @@ import yaml
 
 from a2c import devices
 from a2c.config import ConfigError
+from a2c.config_file import parse_config
 from a2c.llm import GeneratorConfig, validate_generator
-from a2c.llm.config import OpenAIConfig, ScriptedConfig, TransformersConfig, VLLMConfig
+from a2c.llm.config import OpenAIConfig, ScriptedConfig, TransformersConfig, VLLMConfig, generator_slice
 from a2c.llm.vllm_backend import EngineSettings, engine_settings
-from a2c.stage import generator_slice
-from a2c.tasks import parse_config
 
 OLD_RUN_CONFIG = Path(__file__).parent / "fixtures" / "previous_release" / "run" / "config.yaml"
 

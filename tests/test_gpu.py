@@ -181,8 +181,9 @@ def test_judges_on_cuda_equal_judges_on_cpu(tmp_path, monkeypatch):
 
 def test_quickstart_end_to_end_on_cuda(tmp_path):
     need_smollm2()
+    from a2c.config_file import parse_config
     from a2c.pipeline import run_experiment
-    from a2c.tasks import parse_config, task_of
+    from a2c.tasks import task_of
 
     data = yaml.safe_load((ROOT / "experiments" / "quickstart.yaml").read_text(encoding="utf-8"))
     data["generator"].update(device=GPU, cache=str(tmp_path / "cache.sqlite"))

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from a2c.cache import NoCache
 from a2c.config import ConfigError, dump_config
+from a2c.config_file import load_config, parse_config
 from a2c.errors import A2CError
 from a2c.judges import (
     JUDGES,
@@ -28,7 +29,6 @@ from a2c.judges import (
 from a2c.judges.presets import judge_options
 from a2c.llm import GeneratorConfig
 from a2c.llm.base import Completion, Generation, GenerationStats
-from a2c.tasks import load_config, parse_config
 
 THRESHOLD_JUDGES = [name for name in JUDGES.names() if "threshold" in judge_options(name)]
 

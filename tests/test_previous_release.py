@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from a2c.config_file import load_config
 from a2c.pipeline import run_experiment
 from a2c.qa.summary import OldSummaryError, QASummary
-from a2c.tasks import load_config
 
 FIXTURE = Path(__file__).parent / "fixtures" / "previous_release"
 

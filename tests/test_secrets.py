@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from a2c.cli import main
 from a2c.config import ConfigError
+from a2c.config_file import parse_config
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig
 from a2c.llm.openai_backend import BackendError, OpenAIBackend
 from a2c.redact import MASK, redact
-from a2c.tasks import parse_config
 
 KEY = "sk-proj-Zq81mXv0aa77KbLk3P"
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from a2c.config import ConfigError, dump_config
+from a2c.config_file import parse_config
 from a2c.judges import build_judge
 from a2c.llm import GenerationRequest, GeneratorConfig, build_generator
 from a2c.llm.scripted import ScriptedBackend
@@ -40,7 +41,6 @@ from a2c.qa.summary import QASummary
 from a2c.qa.usc import Responses, read_usc_reply
 from a2c.runfiles import MatrixSet
 from a2c.store import RunFolder
-from a2c.tasks import parse_config
 
 QUESTION = Question("q0", "Which city is the capital of Australia?")
 

@@ -17,7 +17,7 @@ import pytest
 from a2c.choose import AskToChoose
 from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
-from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, rescore_run, run_experiment
+from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, report_run, run_experiment
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import load_records
 from a2c.qa.report import write_report
@@ -154,7 +154,7 @@ def test_report_on_a_damaged_run_says_how_to_repair_it(root):
     path.write_text(path.read_text()[:-40])
     with pytest.raises(RunFolderError, match=r"stale or changed — answers: output damaged or edited since it "
                        r"was written: generations\.jsonl;") as caught:
-        rescore_run(root / "run")
+        report_run(root / "run")
     assert caught.value.hint is not None and "a2c run" in caught.value.hint
 
 
@@ -361,7 +361,7 @@ def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outpu
         marker = json.loads((run / "stages" / f"{stage}.json").read_text())
         marker["stats"]["truncated"] = cut
         (run / "stages" / f"{stage}.json").write_text(json.dumps(marker))
-    rescore_run(run)
+    report_run(run)
     counts = json.loads((run / "summary.json").read_text())["counts"]
     assert counts["prompts_cut_to_fit_context"] == 5
     assert "| prompts cut to fit context | 5 |" in write_report(RunFolder(run))

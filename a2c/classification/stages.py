@@ -20,10 +20,11 @@ from a2c.classification.report import render_report
 from a2c.classification.rewrite import negate_sentences, paraphrase_sentences
 from a2c.classification.rows import INPUTS, LABELS, REPORT, REWRITES, SUMMARY, InputRow, LabelRow, RewriteRow
 from a2c.classification.suites import SCHEMA_VERSION, Summary, summarize
+from a2c.llm.config import generator_slice
 from a2c.prompts import load_template
 from a2c.reporting import ReportError
 from a2c.runfiles import RunFileError
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice, json_digest
+from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
 from a2c.store import Store
 
 

@@ -72,20 +72,20 @@ def _interval(item: object) -> str:
 def _calibrate(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_file
     from a2c.errors import A2CError
-    from a2c.pipeline import CALIBRATION_FILE, RunFolder, run_task
+    from a2c.open_run import stored_run
+    from a2c.pipeline import CALIBRATION_FILE
     from a2c.qa.calibration import calibration_file, write_calibration
     from a2c.qa.config import ExperimentConfig
-    from a2c.tasks import load_config
 
     output = args.output or args.run_dir / CALIBRATION_FILE
     check_output_file(output, "--output")
-    run_task(args.run_dir)  # a folder holding a run, or one line saying what it holds
-    config = load_config(args.run_dir / "config.yaml", paths_from_file=False)
+    run = stored_run(args.run_dir)  # a folder holding a run, or one line saying what it holds
+    config = run.config
     if not isinstance(config, ExperimentConfig):
         raise A2CError(f"{args.run_dir} is a {config.task} run: calibration is for QA runs (answers)")
     if args.min_confidence > 1:
         raise A2CError(f"--min-confidence {args.min_confidence:g}: a confidence is at most 1")
-    made = calibration_file(RunFolder(args.run_dir), config, source=args.source, similarity=args.similarity,
+    made = calibration_file(run.folder, config, source=args.source, similarity=args.similarity,
                             method=args.method, signal=args.signal, max_risk=args.max_risk, delta=args.delta,
                             min_confidence=args.min_confidence, folds=args.folds, bins=args.bins,
                             replicates=args.bootstrap, seed=args.seed)

@@ -323,8 +323,8 @@ def _probe(args: argparse.Namespace) -> int:
 def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int]:
     """The variation and A2C settings and seed: a QA config's (`--config`), else the defaults a run has;
     `--temperatures` and `--seed` override either."""
+    from a2c.config_file import load_config
     from a2c.qa.config import A2CConfig, ExperimentConfig, VariationConfig
-    from a2c.tasks import load_config
 
     variation, a2c, seed = VariationConfig(), A2CConfig(), 0
     if args.config is not None:

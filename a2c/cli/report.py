@@ -50,16 +50,17 @@ def check_human_labels(path: Path) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from a2c.llm.progress import generation_progress
-    from a2c.pipeline import RunFolder, report_run, run_task
+    from a2c.open_run import stored_run
+    from a2c.pipeline import report_run
 
     if args.human_labels is not None:
         check_human_labels(args.human_labels)  # before rescoring, which loads models
     with generation_progress("report"):  # status lines while a similarity model loads and scores
         report_run(args.run_dir, rescore=not args.no_rescore, human_labels=args.human_labels, progress=True)
     # the result in a few lines, as `a2c run` ends; the whole report is in the file (and `a2c view`)
-    task = run_task(args.run_dir)
-    if task.headline is not None:
-        print(task.headline(task.read_summary(RunFolder(args.run_dir))) + "\n")
+    run = stored_run(args.run_dir)
+    if run.task.headline is not None:
+        print(run.task.headline(run.task.read_summary(run.folder)) + "\n")
     print(f"written: {args.run_dir / 'report.md'}")
     if not args.no_html:
         from a2c.view import HTML_FILE, write_view

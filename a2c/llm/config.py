@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.devices import Device
+from a2c.devices import Device, device_type, resolve_device
 from a2c.llm.context import ContextPolicy
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.redact import redact
@@ -278,3 +278,19 @@ def validate_generator(data: Any) -> GeneratorConfig:
     """A generator's fields (a mapping, as YAML gives it) as its backend's model; pydantic's
     `ValidationError` keyed by option otherwise."""
     return _ANY_GENERATOR.validate_python(data)
+
+
+def generator_slice(config: GeneratorConfig) -> dict[str, Any]:
+    """A generator as the request cache serves it, so a run's stage (`a2c.stage`) is reused exactly when
+    the cache would serve its generations: the request cache key plus the context a long prompt is cut to
+    (batch sizes, URLs, timeouts, the cache path and `context_policy`, which only refuses or cuts, change no
+    output). An in-process backend cuts prompts itself (a server applies its own limit), and draws
+    differently on another device type or dtype; the CPU at the default dtype adds nothing, so older stage
+    keys stay."""
+    model: dict[str, Any] = {"backend": config.backend, "model": config.model}
+    if not isinstance(config, InProcessConfig):
+        return model
+    device = device_type(resolve_device(config.device))
+    drawn = {} if device == "cpu" and config.dtype == "auto" else {"drawn": {"device": device,
+                                                                             "dtype": config.dtype}}
+    return {**model, "max_model_len": config.max_model_len, **drawn}

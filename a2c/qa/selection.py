@@ -29,6 +29,7 @@ from a2c.config import registered
 from a2c.errors import A2CError
 from a2c.judges import JUDGES, Judge
 from a2c.llm.base import Generator
+from a2c.llm.config import generator_slice
 from a2c.metrics.consistency import semantic_clusters
 from a2c.metrics.selection import majority_cluster_index, medoid_index
 from a2c.qa.rank import majority_vote
@@ -37,7 +38,6 @@ from a2c.qa.usc import Responses, universal_self_consistency
 from a2c.registry import Registry
 from a2c.runfiles import MatrixLookup
 from a2c.seeds import stable_seed
-from a2c.stage import generator_slice
 from a2c.text import normalize
 
 if TYPE_CHECKING:  # the config validates method names against this registry

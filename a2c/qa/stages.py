@@ -19,6 +19,7 @@ import numpy as np
 
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
+from a2c.llm.config import generator_slice
 from a2c.llm.progress import status
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
 from a2c.paraphrase import paraphrase_questions
@@ -59,7 +60,7 @@ from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
 from a2c.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.seeds import stable_seed
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, generator_slice, json_digest
+from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
 from a2c.store import Store, append_rows
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts

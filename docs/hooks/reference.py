@@ -295,7 +295,8 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     yield ("Datasets (`dataset.name:`)", "a2c.qa.data.DATASETS",
            [(n, f"path: {d.path}; settings: {', '.join(sorted(d.settings)) or 'none'}")
             for n, d in DATASETS.items()])
-    yield ("Calibration methods (`a2c calibrate --method`)", "a2c.calibration_maps.CALIBRATION_METHODS",
+    yield ("Calibration methods (`a2c calibrate --method`)",
+           "a2c.calibration_maps.CALIBRATION_METHODS",
            [(n, _first_line(f.__doc__)) for n, f in CALIBRATION_METHODS.items()])
     yield ("Perturbations (classification suites)", "a2c.classification.perturbations.PERTURBATIONS",
            [(n, _first_line(getattr(p.build, "__doc__", None))) for n, p in PERTURBATIONS.items()])

@@ -1,0 +1,46 @@
+"""A config file becomes a task's validated config here, in one pass down the floors: the file's text
+(`a2c.files`), its YAML, the task's config model (`a2c.tasks.TASK_CONFIGS`, by the top-level `task` key,
+`qa` when absent), its paths read from the file's folder (`a2c.config_paths`), validation (`a2c.config`),
+and the task's data read through. Each step calls the next one down and hands its result back; none calls
+up, so a problem is reported by the step that found it, as `file:line: key: message`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from a2c.config import ConfigError, RunConfig, validate_config
+from a2c.config_paths import resolve_config_paths
+from a2c.files import node_line, parse_yaml, read_text
+from a2c.registry import UnknownNameError
+from a2c.tasks import DEFAULT_TASK, TASK_CONFIGS, task_of
+
+
+def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
+    """A config file, validated, and its local data file read through (encoding, columns, every row):
+    a bad config or data file fails here, before a run folder, a cache or a model is touched. Its relative
+    paths are read from its folder (`paths_from_file=False`: from the working folder, for a run's stored
+    config, whose paths were resolved when it was written)."""
+    path = Path(path)
+    text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
+    config = parse_config(text, str(path), path.parent if paths_from_file else None)
+    task_of(config).check_data(config)
+    return config
+
+
+def parse_config(text: str, source: str = "<config>", folder: Path | None = None) -> RunConfig:
+    """Validate config text; every problem is reported as `file:line: key: message`. Relative paths are
+    read from `folder` when given, else from the working folder."""
+    data, root = parse_yaml(text, source, ConfigError)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings at the top level")
+    name = data.get("task", DEFAULT_TASK)
+    try:
+        model = TASK_CONFIGS.get(str(name))
+    except UnknownNameError as exc:
+        line = node_line(root, ("task",))
+        raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None
+    if folder is not None:
+        data = resolve_config_paths(data, folder, source, root, ConfigError, model.path_keys)
+    config: RunConfig = validate_config(model, data, root, source)  # each task's own model
+    return config

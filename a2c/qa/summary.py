@@ -8,7 +8,6 @@ version) is refused with one line naming the command that recomputes it from the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
 from functools import partial
 from typing import Final, Literal, cast
 
@@ -164,24 +163,19 @@ class SelectionSummary(_Model):
     vs_a2c: dict[str, Difference]  # method − a2c (empty for a2c itself, or without a2c)
 
 
-class SignalRow(_Model):
-    """AUROC/PRR of one consistency metric for one source and phase (`a2c.metrics.signal.Signal`). `level`:
-    every answer carries its set's score ("set"), or its own (per-answer confidences, "answer")."""
+class SignalKey(_Model):
+    """Which signal a row holds: one consistency metric for one source and phase. `level`: every answer
+    carries its set's score ("set"), or its own (per-answer confidences, "answer")."""
 
     metric: str
     source: Source
     phase: Phase
     level: Literal["set", "answer"] = "set"
-    sets: int
-    answers: int
-    accurate: int
-    auroc: float | None
-    auroc_ci: tuple[float, float] | None
-    prr: float | None
-    prr_ci: tuple[float, float] | None
-    undefined: str | None
-    bootstrap: int
-    seed: int
+
+
+class SignalRow(Signal, SignalKey):
+    """AUROC/PRR of one signal (`a2c.metrics.signal.Signal`) under its key; the key's fields come first in
+    `summary.json` (pydantic lays out the fields of the last base first)."""
 
 
 class QASummary(_Model):
@@ -282,7 +276,7 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
             failed += sum(not x.ok for x in p.paraphrases)
         counts = counts.model_copy(update={"paraphrases": made, "paraphrases_failed": failed})
     uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
-    signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **asdict(result))
+    signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **dict(result))
                    for (name, source, phase, level), result in
                    consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed).items()]
     scores = store.read_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name) else []
@@ -434,12 +428,12 @@ def graph_label(graph: str) -> str:
 
 def _confidence(measure: str, value: float) -> float:
     """A measure's value oriented so that higher = more confident."""
-    return cast(float, UNCERTAINTY_MEASURES[measure].as_confidence(value))
+    return cast(float, UNCERTAINTY_MEASURES.get(measure).as_confidence(value))
 
 
 def uncertainty_name(measure: str, graph: str) -> str:
     """What the signal table calls a per-set measure of a judge (or graph) as a confidence: `-U_Deg (...)`."""
-    sign = "-" if UNCERTAINTY_MEASURES[measure].kind == "uncertainty" else ""
+    sign = "-" if UNCERTAINTY_MEASURES.get(measure).kind == "uncertainty" else ""
     return f"{sign}{measure_label(measure)} ({graph_label(graph)})"
 
 

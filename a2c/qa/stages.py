@@ -19,11 +19,13 @@ import numpy as np
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
+from a2c.metrics.set_metrics import AnswerSet, computed_metrics
 from a2c.paraphrase import paraphrase_questions
 from a2c.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
 from a2c.qa.measures import set_measures
+from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import ask_to_choose
 from a2c.qa.report import REPORT_FILES, write_report
 from a2c.qa.rows import (
@@ -168,12 +170,15 @@ def selection_slice(config: ExperimentConfig) -> Slice:
 
 def metrics_slice(config: ExperimentConfig) -> Slice:
     # the summary's schema too: a run folder of an older a2c gets its metrics recomputed, with no model call
-    return {"summary_schema": SUMMARY_SCHEMA, "name": config.name, "model": config.generator.model,
-            "a2c": config.a2c.enabled,
-            "answer_field": config.variation.answer_field,
-            "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
-            "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
-            "entropy_judge": config.entropy_judge_name}
+    settings: Slice = {"summary_schema": SUMMARY_SCHEMA, "name": config.name, "model": config.generator.model,
+                       "a2c": config.a2c.enabled,
+                       "answer_field": config.variation.answer_field,
+                       "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
+                       "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
+                       "entropy_judge": config.entropy_judge_name}
+    if computed := [name for name, _, _ in computed_metrics()]:  # a newly registered metric recomputes
+        settings["computed_metrics"] = computed
+    return settings
 
 
 def _a2c_enabled(config: ExperimentConfig) -> bool:
@@ -351,6 +356,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also each set's
     expected accuracy of a random pick (into `expected`)."""
     judges = ctx.judges()
+    extra = computed_columns(list(judges))
     sims = [spec.name for spec in ctx.config.accuracy.similarities]
     # questions without references have no accuracy: they are left out here, their rows get none
     flat = [(q.id, s, k) for q in chunk if ctx.records[q.id].has_references
@@ -365,14 +371,17 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             per_sim = {sim: [scores[sim][(q.id, s, k)] for k in range(len(texts))] for sim in sims} \
                 if referenced else {}
             accurate = [a.acc == 1.0 for a in per_sim[sims[0]]] if referenced else None
-            per_judge = {}
+            per_judge, judged = {}, {}
             for name, judge in judges.items():
                 m = matrices[(name, s, q.id)]
-                per_judge[name] = judge_scores(m, judge.equivalent(m), accurate)
+                equivalent = judge.equivalent(m)
+                judged[name] = AnswerSet(texts, m, equivalent)
+                per_judge[name] = judge_scores(m, equivalent, accurate)
             accuracy = {sim: _mean_accuracy(values) for sim, values in per_sim.items()}
             rows.append(MetricRow(id=q.id, source=s, phase=phase, n=len(texts),
                                   n_accurate=None if accurate is None else sum(accurate),
-                                  cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
+                                  cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy,
+                                  extra=compute_columns(extra, texts, judged)))
             per_set, per_answer_values = set_measures({name: matrices[(name, s, q.id)] for name in judges},
                                                       judges)
             uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=phase, accurate=accurate,

@@ -12,16 +12,17 @@ from functools import partial
 from typing import Final, Literal, cast
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.judges import JUDGES
-from a2c.metrics import mean_defined
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
+from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.format_following import FormatFollowing, format_following
 from a2c.qa.measures import measure_label
+from a2c.qa.metric_columns import MetricColumn, computed_columns, judge_label
 from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
@@ -63,8 +64,10 @@ class Mean(_Model):
     skipped: int
 
     @classmethod
-    def of(cls, values: Sequence[float | None]) -> Mean:
-        mean, skipped = mean_defined(values)
+    def of(cls, values: Sequence[float | None],
+           aggregate: Callable[[Iterable[float | None]], tuple[float | None, int]] = mean_defined) -> Mean:
+        """`aggregate`: the metric's own (`SetMetric.aggregate`), the mean over defined values by default."""
+        mean, skipped = aggregate(values)
         return cls(mean=mean, skipped=skipped)
 
 
@@ -92,6 +95,8 @@ class GroupSummary(_Model):
     accuracy: dict[str, AccuracyMeans]  # by similarity
     # after A2C: the share of parsed choices that took the "don't know" option (it counts as an answer)
     idk_share: float | None = None
+    # the computed metrics' aggregates by column key (`a2c.qa.metric_columns`); absent when there are none
+    extra: dict[str, Mean] = Field(default_factory=dict, exclude_if=lambda extra: not extra)
 
 
 class SourceCounts(_Model):
@@ -145,6 +150,7 @@ class BeforeAfter(_Model):
     consistency: dict[str, Difference]  # by judge
     entropy: Difference  # of the entropy judge
     cons_lex: Difference
+    extra: dict[str, Difference] = Field(default_factory=dict, exclude_if=lambda extra: not extra)
 
 
 class SelectionSummary(_Model):
@@ -207,6 +213,11 @@ class QASummary(_Model):
         """How many questions have references."""
         return self.counts.questions_with_references
 
+    def computed_columns(self) -> list[MetricColumn]:
+        """The computed metrics' columns this summary holds (a metric registered after the run is not)."""
+        held = {key for g in self.groups for key in g.extra}
+        return [c for c in computed_columns(self.judges) if c.key in held]
+
 
 class OldSummaryError(RunFileError):
     """A summary.json this a2c cannot read: written by an older a2c, or damaged."""
@@ -235,6 +246,7 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     """Dataset means per (source, phase) from `metrics.jsonl`, the counts and the signal of every metric."""
     rows = store.read_rows(METRICS)
     judges = [j.name for j in config.judges]
+    extra = computed_columns(judges)
     sims = [spec.name for spec in config.accuracy.similarities]
     entropy_judge = config.entropy_judge_name
     model = config.generator.model
@@ -253,6 +265,7 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                 idk_share = counted.idk / parsed if parsed else None
             referenced = [r for r in part if r.referenced]
             groups.append(GroupSummary(
+                extra={c.key: Mean.of([r.extra.get(c.key) for r in part], c.metric.aggregate) for c in extra},
                 method=source, model=model, phase=phase, sets=len(part), outputs=sum(r.n for r in part),
                 cons_lex=Mean.of([r.cons_lex for r in part]),
                 consistency={j: Mean.of([r.judges[j].cons_sem for r in part]) for j in judges},
@@ -278,7 +291,8 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     uncertainty = store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else []
     signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **dict(result))
                    for (name, source, phase, level), result in
-                   consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed).items()]
+                   consistency_signal(rows, judges, entropy_judge, uncertainty, seed=config.seed,
+                                      extra=extra).items()]
     scores = store.read_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name) else []
     # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
     generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
@@ -286,7 +300,8 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
               if name in SELECTION_METHODS}
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
-                     before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed),
+                     before_after=before_after_changes(rows, judges, sims, entropy_judge, seed=config.seed,
+                                                       extra=extra),
                      selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed,
                      format_following=format_following(store.iter_rows(CHOICES), generations,
                                                        config.variation.answer_field)
@@ -337,8 +352,13 @@ def _cons_lex_of(row: MetricRow) -> float | None:
     return row.cons_lex
 
 
+def _extra_of(key: str, row: MetricRow) -> float | None:
+    return row.extra.get(key)
+
+
 def before_after_changes(rows: Sequence[MetricRow], judges: Sequence[str], similarities: Sequence[str],
-                         entropy_judge: str, *, seed: int = 0) -> list[BeforeAfter]:
+                         entropy_judge: str, *, seed: int = 0, extra: Sequence[MetricColumn] = ()
+                         ) -> list[BeforeAfter]:
     """Every before → after cell's change as a paired difference over the questions that have both
     phases (a set undefined in either phase drops that question from that cell)."""
     out = []
@@ -357,7 +377,8 @@ def before_after_changes(rows: Sequence[MetricRow], judges: Sequence[str], simil
             source=source,
             accuracy={s: change(partial(_accuracy_of, s)) for s in similarities},
             consistency={j: change(partial(_cons_sem_of, j)) for j in judges},
-            entropy=change(partial(_entropy_of, entropy_judge)), cons_lex=change(_cons_lex_of)))
+            entropy=change(partial(_entropy_of, entropy_judge)), cons_lex=change(_cons_lex_of),
+            extra={c.key: change(partial(_extra_of, c.key)) for c in extra}))
     return out
 
 
@@ -395,29 +416,29 @@ def summarize_selection(scores: Sequence[SelectionScoreRow], similarities: Seque
 
 # -- consistency as a signal of correctness ---------------------------------------------------------------
 
-def judge_label(judge: str) -> str:
-    """What tables call a judge (its registry entry's label; the name for one this a2c does not know)."""
-    return JUDGES.get(judge).label if judge in JUDGES else judge
-
-
 def _judge_sign(judge: str) -> float:
     """+1 where a higher score means more consistent, −1 for judges like `contra` (so every score ranks
     answers the same way round: higher = more confident)."""
     return 1.0 if judge not in JUDGES or JUDGES.get(judge).higher_is_consistent else -1.0
 
 
-def signal_scores(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str
-                  ) -> dict[str, list[float | None]]:
-    """Per set, every consistency metric as a confidence (higher = more consistent): Cons_sem per judge,
-    the negated clustering entropy and Cons_lex."""
+def signal_scores(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
+                  extra: Sequence[MetricColumn] = ()) -> dict[str, list[float | None]]:
+    """Per set, every consistency metric as a confidence (higher = more consistent), oriented and named
+    by its registry entry: Cons_sem per judge, the negated clustering entropy, Cons_lex, then every
+    computed metric that asks to be ranked."""
+    cons_sem, entropy, cons_lex = (SET_METRICS.get(name) for name in ("cons_sem", "entropy", "cons_lex"))
     columns: dict[str, list[float | None]] = {}
     for j in judges:
         sign = _judge_sign(j)
-        columns[f"{judge_label(j)} Cons_sem"] = [
+        columns[f"{judge_label(j)} {cons_sem.label}"] = [
             None if (v := r.judges[j].cons_sem) is None else sign * v for r in rows]
-    columns[f"-Entropy ({judge_label(entropy_judge)})"] = [
-        None if (e := r.judges[entropy_judge].entropy) is None else -e for r in rows]
-    columns["Cons_lex"] = [r.cons_lex for r in rows]
+    columns[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = [
+        entropy.as_confidence(r.judges[entropy_judge].entropy) for r in rows]
+    columns[cons_lex.signed_label] = [cons_lex.as_confidence(r.cons_lex) for r in rows]
+    for c in extra:
+        if c.metric.signal:
+            columns[c.signed_label] = [c.metric.as_confidence(r.extra.get(c.key)) for r in rows]
     return columns
 
 
@@ -478,12 +499,13 @@ def _set_info(row: UncertaintyRow) -> SetInfo:
 
 
 def signal_groups(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
-                  uncertainty: Sequence[UncertaintyRow] = ()) -> dict[Key, Groups]:
+                  uncertainty: Sequence[UncertaintyRow] = (), extra: Sequence[MetricColumn] = ()
+                  ) -> dict[Key, Groups]:
     """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
     `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target.
     Cons_sem, entropy and Cons_lex from `metrics.jsonl`, the per-set uncertainty measures from
     `uncertainty.jsonl`."""
-    return {**_grouped(signal_scores(rows, judges, entropy_judge),
+    return {**_grouped(signal_scores(rows, judges, entropy_judge, extra),
                        [(r.source, r.phase, r.n, r.n_accurate) for r in rows]),
             **_grouped(uncertainty_scores(uncertainty), [_set_info(r) for r in uncertainty])}
 
@@ -517,13 +539,14 @@ def answer_groups(uncertainty: Sequence[UncertaintyRow]) -> dict[Key, tuple[Grou
 
 
 def consistency_signal(rows: Sequence[MetricRow], judges: Sequence[str], entropy_judge: str,
-                       uncertainty: Sequence[UncertaintyRow] = (), *, seed: int = 0
+                       uncertainty: Sequence[UncertaintyRow] = (), *, seed: int = 0,
+                       extra: Sequence[MetricColumn] = ()
                        ) -> dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal]:
     """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase, set-level and
     (for per-answer confidences) answer-level; empty without references."""
     out: dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal] = {
         (*key, "set"): signal(g, seed=seed)
-        for key, g in signal_groups(rows, judges, entropy_judge, uncertainty).items()}
+        for key, g in signal_groups(rows, judges, entropy_judge, uncertainty, extra).items()}
     for key, (g, sets) in answer_groups(uncertainty).items():
         out[(*key, "answer")] = signal(g, seed=seed, clusters=sets)
     return out

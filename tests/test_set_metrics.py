@@ -39,7 +39,8 @@ def agreed_pairs(answers: AnswerSet) -> float | None:
     n = 0 if eq is None else len(eq)
     if eq is None or n < 2:
         return None
-    return float(sum(bool(eq[i, j] and eq[j, i]) for i in range(n) for j in range(n) if i != j) / (n * (n - 1)))
+    pairs = sum(bool(eq[i, j] and eq[j, i]) for i in range(n) for j in range(n) if i != j)
+    return float(pairs / (n * (n - 1)))
 
 
 AGREED = SetMetric("Agreed pairs", higher_is_better=True, per="judge", compute=agreed_pairs)

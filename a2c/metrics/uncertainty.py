@@ -231,6 +231,7 @@ class Measure:
 
 
 UNCERTAINTY_MEASURES: Registry[Measure] = Registry("uncertainty measure", base=Measure)
+# in the order a run's uncertainty rows list them (`Registry.items(as_registered=True)`)
 for _name, _measure in (
     ("num_semantic_sets", Measure(num_semantic_sets, "uncertainty", "equivalence", "U_NumSet")),
     ("eigval_laplacian", Measure(eigval_laplacian, "uncertainty", "similarity", "U_EigV")),

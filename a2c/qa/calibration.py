@@ -325,7 +325,7 @@ def run_record(store: Store, config: ExperimentConfig, questions: int) -> RunRec
     return RunRecord(name=config.name, digest=json_digest(digests), model=config.generator.model,
                      backend=config.generator.backend, questions=questions,
                      settings=config.model_dump(mode="json", include={"seed", "variation", "judges",
-                                                                      "entropy_judge", "a2c"}))
+                                                                      "entropy_judge", "ask_to_choose"}))
 
 
 def calibration_file(store: Store, config: ExperimentConfig, *, source: Source = "paraphrase",

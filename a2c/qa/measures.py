@@ -51,7 +51,7 @@ def set_measures(matrices: Matrices, judges: Mapping[str, Judge]
     answers."""
     per_set: dict[str, dict[str, float | None]] = {}
     per_answer: dict[str, dict[str, list[float] | None]] = {}
-    for name, measure in UNCERTAINTY_MEASURES.items():
+    for name, measure in UNCERTAINTY_MEASURES.items(as_registered=True):  # the order the rows keep
         for key, statistic in STATISTICS[measure.statistic](matrices, judges):
             value = measure.function(statistic)
             if measure.per_answer:

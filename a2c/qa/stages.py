@@ -149,7 +149,7 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
     return {"generator": generator_slice(config.generator), "seed": config.seed,
             "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
-            "a2c": config.a2c.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
+            "a2c": config.ask_to_choose.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
 
 
 def selection_slice(config: ExperimentConfig) -> Slice:
@@ -171,7 +171,7 @@ def selection_slice(config: ExperimentConfig) -> Slice:
 def metrics_slice(config: ExperimentConfig) -> Slice:
     # the summary's schema too: a run folder of an older a2c gets its metrics recomputed, with no model call
     settings: Slice = {"summary_schema": SUMMARY_SCHEMA, "name": config.name, "model": config.generator.model,
-                       "a2c": config.a2c.enabled,
+                       "a2c": config.ask_to_choose.enabled,
                        "answer_field": config.variation.answer_field,
                        "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
                        "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
@@ -182,7 +182,7 @@ def metrics_slice(config: ExperimentConfig) -> Slice:
 
 
 def _a2c_enabled(config: ExperimentConfig) -> bool:
-    return config.a2c.enabled
+    return config.ask_to_choose.enabled
 
 
 # -- stages -----------------------------------------------------------------------------------------------
@@ -303,9 +303,10 @@ def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
             ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
             [sets[q.id]["temperature"] for q in chunk], [temperatures[q.id] for q in chunk],
             techniques=cfg.variation.resolved_techniques(), top_p=cfg.variation.top_p,
-            seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.a2c.rank_temperature,
-            max_tokens=cfg.a2c.max_tokens, paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
-            idk_text=cfg.a2c.idk_text)
+            seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.ask_to_choose.rank_temperature,
+            max_tokens=cfg.ask_to_choose.max_tokens,
+            paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
+            idk_text=cfg.ask_to_choose.idk_text)
         yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True) for c in per_question)
 
 
@@ -313,7 +314,7 @@ def run_selection(ctx: QAContext, stats: StageStats) -> None:
     """Every configured method's pick per question and source, batched over the dataset (USC: one
     generate call); the matrices and judges only where a method reads them."""
     choices: dict[tuple[str, Source], list[ChoiceRow]] = {}
-    if ctx.config.a2c.enabled:
+    if ctx.config.ask_to_choose.enabled:
         for row in ctx.store.read_rows(CHOICES):
             choices.setdefault((row.id, row.source), []).append(row)
     inputs = SelectionInputs(ctx.config, ctx.questions, _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)),
@@ -421,7 +422,7 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     of every selection method's picks, then dataset means (undefined values skipped). Chunk by chunk of
     questions, each written as it is done: what is held for the whole run is the answer texts and one
     expected accuracy per set."""
-    phases = [p for p in PHASES if p == "before" or ctx.config.a2c.enabled]
+    phases = [p for p in PHASES if p == "before" or ctx.config.ask_to_choose.enabled]
     expected: ExpectedAccuracy = {}
     before = _phase_sets(ctx, "before")
     with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
@@ -466,8 +467,9 @@ ANSWERS = Stage("answers", reads=(PARAPHRASES,), writes=(GENERATIONS,), config_s
                 run=run_answers)
 JUDGES_BEFORE = Stage("judges_before", reads=(DATASET, GENERATIONS), writes=(MATRICES["before"],),
                       config_slice=judges_before_slice, run=run_judges_before)
-A2C = Stage("a2c", reads=(DATASET, GENERATIONS), writes=(CHOICES,), config_slice=a2c_slice, run=run_a2c,
-            enabled=_a2c_enabled)
+# "a2c" before 0.3 (the package's name): a folder of an earlier release keeps its rank prompts
+A2C = Stage("ask_to_choose", reads=(DATASET, GENERATIONS), writes=(CHOICES,), config_slice=a2c_slice,
+            run=run_a2c, enabled=_a2c_enabled, former_names=("a2c",))
 JUDGES_AFTER = Stage("judges_after", reads=(DATASET, CHOICES), writes=(MATRICES["after"],),
                      config_slice=judges_slice, run=run_judges_after, enabled=_a2c_enabled)
 # reads the matrices through the slice of the judges its methods use (`selection_slice`), not the file

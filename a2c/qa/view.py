@@ -340,7 +340,7 @@ def _rank_prompts(run: _Run, qid: str) -> tuple[Section, ...]:
     summary = (f"A2C's answer (the majority over {len(parsed)} parsed of {len(chosen)} choices"
                + (f", vote share {share:.2f}" if share is not None else "") + f"): {after or 'none'}. "
                f"The majority over the answers before A2C: {before or 'none'}.")
-    idk = run.config.a2c.idk_text
+    idk = run.config.ask_to_choose.idk_text
     first = run.config.accuracy.similarities[0].name if run.scores else None
     header = ["prompt", "question shown", "temperature", "options", "raw reply", "read as", "chosen",
               *([_similarity(first)] if first else [])]

@@ -133,7 +133,8 @@ class AskToChoose:
         if judges:
             update["judges"] = list(judges)
         config = self.config.model_copy(update=update)
-        problems = selection_problems(config.selection, [j.name for j in config.judges], config.a2c.enabled)
+        problems = selection_problems(config.selection, [j.name for j in config.judges],
+                                      config.ask_to_choose.enabled)
         if problems:
             raise SelectionError("; ".join(problems))
         methods = config.selection_methods

@@ -177,7 +177,7 @@ def oracle_curve(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
 
 class Signal(BaseModel):
     """AUROC and PRR of one score with bootstrap intervals, or why they are undefined (`undefined`). A
-    pydantic model, so the summary's signal row is this plus its key (`a2c.qa.summary.SignalRow`): the
+    pydantic model, so a summary's signal row can be this plus its key (a subclass): the
     fields are declared once."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -269,7 +269,7 @@ def test_components_are_registered_only_through_a_registry():
 
 
 def test_a_hand_kept_registry_is_caught():
-    assert hand_kept_registries("from a2c.judges.base import Judge\nJUDGE_BY_NAME = {'x': Judge}\n") == ["JUDGE_BY_NAME"]
+    assert hand_kept_registries("from a2c.judges.base import Judge\nBY_NAME = {'x': Judge}\n") == ["BY_NAME"]
     assert hand_kept_registries("from a2c.metrics.uncertainty import Measure\n"
                                 "M = MappingProxyType({'u': Measure(f, 'uncertainty', 'x')})\n") == ["M"]
     # another library's classes are not a2c components

@@ -73,6 +73,9 @@ def test_a_registered_metric_is_computed_and_summarised(runs):
     values = sorted(r.extra["words"] for r in part)
     assert group["extra"]["words"] == {"mean": values[len(values) // 2], "skipped": 0}  # its own aggregate
     assert set(summary["before_after"][0]["extra"]) == set(row.extra)
+    from a2c.qa.task import flatten
+
+    assert flatten(row, {})["words"] == row.extra["words"]  # to_pandas() columns too
 
 
 def test_it_shows_up_in_the_report_and_the_signal_table(runs):

@@ -29,8 +29,8 @@ from a2c.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, a two-line one; as paraphrases only the question passes the checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
-EVERY_STAGE = ["variation", "answers", "judges_before", "ask_to_choose", "judges_after", "selection", "metrics",
-               "report"]
+EVERY_STAGE = ["variation", "answers", "judges_before", "ask_to_choose", "judges_after", "selection",
+               "metrics", "report"]
 
 
 def _config(tmp: Path, **changes: Any) -> ExperimentConfig:

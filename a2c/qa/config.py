@@ -250,7 +250,7 @@ class ExperimentConfig(RunConfig):
     judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec.default("embedding")], min_length=1)
     entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
     accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
-    # `a2c:` before 0.3 (still read, with a warning: `RENAMED_SECTIONS`)
+    # `a2c:` in earlier versions (still read, with a warning: `RENAMED_SECTIONS`)
     ask_to_choose: A2CConfig = Field(default_factory=A2CConfig)
     # how one answer per question and source is picked, each a name or {name, <options>}: a2c (the default:
     # the majority of the rank choices), usc, medoid, majority_cluster; `random` is always reported

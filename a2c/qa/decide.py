@@ -47,7 +47,7 @@ def settings_mismatch(calibration: Calibration, model: str, settings: Experiment
     if model != run.model:
         return (f"model: the calibration was fitted on answers of {run.model!r}, these come from {model!r}")
     current = settings.model_dump(mode="json", include={"variation", "ask_to_choose"})
-    for section, former in (("variation", "variation"), ("ask_to_choose", "a2c")):  # a2c: before 0.3
+    for section, former in (("variation", "variation"), ("ask_to_choose", "a2c")):  # a2c: its earlier name
         found = sorted(_differences(run.settings.get(section, run.settings.get(former)), current[section],
                                     section))
         if found:

@@ -149,6 +149,7 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
     return {"generator": generator_slice(config.generator), "seed": config.seed,
             "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
+            # "a2c": the section's earlier name, kept so folders written before keep their rank prompts
             "a2c": config.ask_to_choose.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
 
 
@@ -467,7 +468,7 @@ ANSWERS = Stage("answers", reads=(PARAPHRASES,), writes=(GENERATIONS,), config_s
                 run=run_answers)
 JUDGES_BEFORE = Stage("judges_before", reads=(DATASET, GENERATIONS), writes=(MATRICES["before"],),
                       config_slice=judges_before_slice, run=run_judges_before)
-# "a2c" before 0.3 (the package's name): a folder of an earlier release keeps its rank prompts
+# "a2c" in earlier versions (the package's name): a folder they wrote keeps its rank prompts
 A2C = Stage("ask_to_choose", reads=(DATASET, GENERATIONS), writes=(CHOICES,), config_slice=a2c_slice,
             run=run_a2c, enabled=_a2c_enabled, former_names=("a2c",))
 JUDGES_AFTER = Stage("judges_after", reads=(DATASET, CHOICES), writes=(MATRICES["after"],),

@@ -132,7 +132,7 @@ def _allowed(given: dict[str, Any], where: str, judges: Sequence[str],
 def override(defaults: ExperimentConfig, given: Any, where: str = "a2c",
              limits: ServerOptions | None = None) -> ExperimentConfig:
     """The server's settings with a request's `a2c` object on top: `variation` and `ask_to_choose` key by
-    key (`a2c`, its name before 0.3, still read), judges
+    key (`a2c`, its earlier name, still read), judges
     by name from the server's own (with the server's options), the rest replaced. Judges given without
     `entropy_judge` also reset it (the old one may not be among them). With `limits`, the result is held to
     the server's bounds."""

@@ -270,6 +270,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     from a2c.classification.perturbations import PERTURBATIONS
     from a2c.judges.base import JUDGES
     from a2c.llm.config import GENERATOR_CONFIGS
+    from a2c.metrics.set_metrics import SET_METRICS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
     from a2c.qa.data import DATASETS
     from a2c.qa.scoring import SIMILARITIES
@@ -289,6 +290,10 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     yield ("Uncertainty measures (report and `selection`)", "a2c.metrics.uncertainty.UNCERTAINTY_MEASURES",
            [(n, f"{m.label} ({m.kind}, from {m.statistic} matrices): "
                 f"{_first_line(m.function.__doc__)}") for n, m in UNCERTAINTY_MEASURES.items()])
+    yield ("Set metrics (summary, report, signal table, `a2c compare`)",
+           "a2c.metrics.set_metrics.SET_METRICS",
+           [(n, f"{m.label} (per {m.per}, {'higher' if m.higher_is_better else 'lower'} is better"
+                f"{'' if m.signal else ', not ranked as a signal'})") for n, m in SET_METRICS.items()])
     yield ("Accuracy similarities (`accuracy.similarities:`)", "a2c.qa.scoring.SIMILARITIES",
            [(n, s.label) for n, s in SIMILARITIES.items()])
     yield ("Datasets (`dataset.name:`)", "a2c.qa.data.DATASETS",

@@ -632,7 +632,8 @@ def test_chat_and_completions_through_the_openai_client_equal_ask_to_choose(serv
         api_key_env="A2C_TEST_UPSTREAM_KEY", cache=folder / "cache.sqlite"))
     chooser = AskToChoose(generator, techniques=DEFAULT_TECHNIQUES[:1], temperatures=(0.5,))
     small = answer_settings(SMALL, "")
-    chooser.config = chooser.config.model_copy(update={"variation": small.variation, "a2c": small.a2c})
+    chooser.config = chooser.config.model_copy(update={"variation": small.variation,
+                                                       "ask_to_choose": small.ask_to_choose})
     expected = chooser.answer(question)
     assert generator.stats.generated == 0 and generator.stats.cached > 0
     assert proof["answer"] == expected.answer
@@ -651,11 +652,12 @@ def test_chat_and_completions_through_the_openai_client_equal_ask_to_choose(serv
 @pytest.mark.slow
 def test_extra_body_overrides_and_refusals(servers):
     client = servers[1]["main"].client()
+    # the Ask-to-Choose section by its earlier name, `a2c`, is still read
     hotter = _chat(client, "What is the capital of France?",
                    extra_body={"a2c": {"variation": {"temperatures": [1.0]}, "a2c": {"idk_text": "No idea"}}})
     proof = hotter.model_extra["a2c"]
     assert [c["temperature"] for c in proof["candidates"] if c["source"] == "temperature"] == [1.0]
-    assert proof["settings"]["a2c"]["idk_text"] == "No idea"
+    assert proof["settings"]["ask_to_choose"]["idk_text"] == "No idea"
     assert proof["settings"]["variation"]["techniques"] == ["synonyms"]  # the server's, kept
 
     unknown = _error(lambda: _chat(client, "Why?", extra_body={"a2c": {"variation": {"temps": [1.0]}}}))

@@ -7,10 +7,12 @@ up, so a problem is reported by the step that found it, as `file:line: key: mess
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from a2c.config import ConfigError, RunConfig, validate_config
 from a2c.config_paths import resolve_config_paths
+from a2c.errors import RenamedKeyWarning
 from a2c.files import node_line, parse_yaml, read_text
 from a2c.registry import UnknownNameError
 from a2c.tasks import DEFAULT_TASK, TASK_CONFIGS, task_of
@@ -20,10 +22,14 @@ def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
     """A config file, validated, and its local data file read through (encoding, columns, every row):
     a bad config or data file fails here, before a run folder, a cache or a model is touched. Its relative
     paths are read from its folder (`paths_from_file=False`: from the working folder, for a run's stored
-    config, whose paths were resolved when it was written)."""
+    config, whose paths were resolved when it was written; a key it holds under an earlier release's name
+    is read without a warning: the next run writes it anew, there is nothing for the user to edit)."""
     path = Path(path)
     text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
-    config = parse_config(text, str(path), path.parent if paths_from_file else None)
+    with warnings.catch_warnings():
+        if not paths_from_file:
+            warnings.simplefilter("ignore", RenamedKeyWarning)
+        config = parse_config(text, str(path), path.parent if paths_from_file else None)
     task_of(config).check_data(config)
     return config
 

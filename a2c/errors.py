@@ -11,3 +11,8 @@ class A2CError(Exception):
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class RenamedKeyWarning(FutureWarning):
+    """A config key read under its new name: the CLI shows it as one `a2c: warning:` line (a FutureWarning,
+    so Python shows it to users by default)."""

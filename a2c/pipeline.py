@@ -256,7 +256,7 @@ def _check_current(ctx: RunContext[Any], stages: Sequence[Stage[Any]], repair: s
     """RunFolderError unless every enabled stage is finished and current: its marker's key matches the
     config and inputs now, and its outputs are there as it wrote them. `repair` is the command (in
     backticks) that makes them again."""
-    unfinished = [s.name for s in stages if s.enabled(ctx.config) and not ctx.store.exists(s.marker)]
+    unfinished = [s.name for s in stages if s.enabled(ctx.config) and s.marker_in(ctx.store) is None]
     if unfinished:
         raise RunFolderError(f"{ctx.store.where('')}: the run has not finished (stages not done: "
                              f"{', '.join(unfinished)})", hint=f"finish it: {repair}")

@@ -76,9 +76,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
-    def items(self) -> Iterator[tuple[str, T]]:
-        """Every entry, loaded."""
-        for name in self.names():
+    def items(self, *, as_registered: bool = False) -> Iterator[tuple[str, T]]:
+        """Every entry, loaded: by name, or `as_registered` in the order they were registered (where that
+        order is a declaration, e.g. the columns a file writes)."""
+        for name in (list(self._entries) if as_registered else self.names()):
             yield name, self.get(name)
 
     def __contains__(self, name: object) -> bool:

@@ -144,10 +144,19 @@ class Stage(Generic[X]):
     config_slice: Callable[[Any], Slice]  # (the task's config) → the settings its outputs depend on
     run: Callable[[X, StageStats], None]
     enabled: Callable[[Any], bool] = _always
+    former_names: tuple[str, ...] = ()  # its names in earlier releases: their markers still count
 
     @property
     def marker(self) -> str:
         return f"stages/{self.name}.json"
+
+    def markers(self) -> tuple[str, ...]:
+        """Its marker, then those an earlier release wrote under a former name."""
+        return (self.marker, *(f"stages/{name}.json" for name in self.former_names))
+
+    def marker_in(self, store: Store) -> str | None:
+        """The marker this stage has in `store` (its own, else one under a former name), or None."""
+        return next((marker for marker in self.markers() if store.exists(marker)), None)
 
 
 def json_digest(data: Any) -> str:
@@ -178,7 +187,8 @@ def decide(ctx: RunContext[Any], stage: Stage[Any]) -> Decision:
     inputs = {file.name: ctx.digest(file) for file in stage.reads}
     key = json_digest({"slice": config_slice, "inputs": inputs})[:16]
     try:
-        marker = ctx.store.read_json(stage.marker) if ctx.store.exists(stage.marker) else None
+        found = stage.marker_in(ctx.store)
+        marker = ctx.store.read_json(found) if found is not None else None
     except RunFileError:
         marker = {}
     reuse, why = False, ""
@@ -222,6 +232,8 @@ def record_marker(ctx: RunContext[Any], stage: Stage[Any], decision: Decision, s
                                         "inputs": decision.inputs,
                                         "outputs": {f.name: ctx.store.digest(f.name) for f in stage.writes},
                                         "stats": asdict(stats)})
+    for former in stage.markers()[1:]:  # the stage's marker goes by its current name from now on
+        ctx.store.delete(former)
 
 
 def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | None = None
@@ -232,7 +244,8 @@ def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | 
         if not stage.enabled(ctx.config):
             for file in stage.writes:
                 ctx.store.delete(file.name)
-            ctx.store.delete(stage.marker)
+            for marker in stage.markers():
+                ctx.store.delete(marker)
             continue
         with status(f"{stage.name}: comparing with what the run folder holds"):  # may import torch
             decision = decide(ctx, stage)

@@ -52,7 +52,7 @@ def scale_config(root: Path, n: int, **more: Any) -> ExperimentConfig:
                       "long_max_tokens": 64},
         "judges": ["rouge1", "exact"],
         "accuracy": {"similarities": ["rouge1", "bleu"]},
-        "a2c": {"enabled": True},
+        "ask_to_choose": {"enabled": True},
         "selection": ["a2c", "usc", "medoid", "majority_cluster"], **more})
 
 

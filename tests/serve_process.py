@@ -17,7 +17,7 @@ CLIENT_KEY = "client-key-0a1b"
 # one paraphrase and one temperature with short replies: a served answer costs seconds on a CPU
 SMALL = {"variation": {"techniques": ["synonyms"], "temperatures": [0.5], "paraphrase_max_tokens": 24,
                        "long_max_tokens": 12, "short_max_tokens": 6},
-         "judges": ["rouge1"], "a2c": {"max_tokens": 3}}
+         "judges": ["rouge1"], "ask_to_choose": {"max_tokens": 3}}
 
 
 class ServeProcess:

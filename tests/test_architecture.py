@@ -229,3 +229,79 @@ def test_the_stage_machinery_knows_no_generation_backend():
     backends = ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
     named = [name for name in backends if name in text]
     assert named == []
+
+
+# -- one way to declare a component ------------------------------------------------------------------------
+
+def _a2c_names(tree: ast.Module) -> set[str]:
+    """The names a module binds to a2c's own code: imported from a2c, or classes it defines."""
+    names = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "a2c":
+            names |= {alias.asname or alias.name for alias in node.names}
+    return names
+
+
+def _dict_literal(value: ast.expr | None) -> ast.Dict | None:
+    """The dict a module-level value spells: `{...}`, `dict({...})` or `MappingProxyType({...})`."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args \
+            and value.func.id in {"dict", "MappingProxyType"}:
+        return _dict_literal(value.args[0])
+    return value if isinstance(value, ast.Dict) else None
+
+
+def _component(value: ast.expr | None, ours: set[str]) -> bool:
+    """An a2c class (`Judge`), or an instance built from one (`Measure(...)`)."""
+    if isinstance(value, ast.Call):
+        return _component(value.func, ours)
+    return (isinstance(value, ast.Name) and value.id in ours and value.id[:1].isupper()
+            and not value.id.isupper())
+
+
+def hand_kept_registries(source: str) -> list[str]:
+    """Module-level dicts from names to a2c classes or their instances, by name: registries kept by hand."""
+    tree = ast.parse(source)
+    ours = _a2c_names(tree)
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and (d := _dict_literal(node.value)) is not None \
+                and any(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in d.keys) \
+                and any(_component(v, ours) for v in d.values):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            found.append(ast.unparse(target))
+    return found
+
+
+# name → data, not code a config plugs in: model files shipped in packages, with aliases
+CATALOGS = {"a2c.llm.embedded.EMBEDDED_MODELS"}
+
+
+def test_components_are_registered_only_through_a_registry():
+    """Names map to components in `a2c.registry.Registry` instances only (label, options, lazy import and
+    the base-class check in one place), never in a module-level dict kept beside the code."""
+    found = [f"{module}.{name}" for module, path in _modules().items()
+             for name in hand_kept_registries(path.read_text(encoding="utf-8"))]
+    assert sorted(set(found) - CATALOGS) == []
+
+
+def test_a_hand_kept_registry_is_caught():
+    assert hand_kept_registries("from a2c.judges.base import Judge\nBY_NAME = {'x': Judge}\n") == ["BY_NAME"]
+    assert hand_kept_registries("from a2c.metrics.uncertainty import Measure\n"
+                                "M = MappingProxyType({'u': Measure(f, 'uncertainty', 'x')})\n") == ["M"]
+    # another library's classes are not a2c components
+    assert hand_kept_registries("from inspect_ai.model import ChatMessageUser\n"
+                                "R = {'user': ChatMessageUser}\n") == []
+    assert hand_kept_registries("from a2c.judges.base import Judge\nLIMITS = {'x': 3}\n") == []
+
+
+def test_registries_are_declared_at_module_level_with_their_kind():
+    """`NAME: Registry[...] = Registry(...)`: the reference pages find every registry by this form."""
+    loose = []
+    for module, path in _modules().items():
+        if module == "a2c.registry":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and isinstance(node.value.func, ast.Name) and node.value.func.id == "Registry":
+                loose.append(f"{module}:{node.lineno}")
+    assert loose == []

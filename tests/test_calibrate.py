@@ -147,7 +147,8 @@ def test_the_wrapper_scores_a_question_as_the_run_did_and_decides(run, tmp_path)
         out = tmp_path / "cal.json"
         assert _calibrate(run_dir, "-o", str(out), "--signal", signal, "--min-confidence", "0.33") == 0
         made = read_calibration(out)
-        wrapper = AskToChoose(build_generator(config.generator), variation=config.variation, a2c=config.a2c,
+        wrapper = AskToChoose(build_generator(config.generator), variation=config.variation,
+                              a2c=config.ask_to_choose,
                               seed=config.seed, calibration=out)
         records = load_data(config)[:6]
         units = run_units(RunFolder(run_dir), "temperature", "rouge1", **_listed(config))

@@ -29,7 +29,7 @@ def test_the_paper_config_states_the_authors_published_settings():
     var = config.variation
     assert var.temperatures == pytest.approx([0.01 + 0.1 * k for k in range(10)])
     assert (var.top_p, var.paraphrase_temperature) == (0.7, 0.6)
-    assert config.a2c.idk_text == "Don't know the correct answer"
+    assert config.ask_to_choose.idk_text == "Don't know the correct answer"
     assert {"rouge1", "bleurt"} <= {s if isinstance(s, str) else s.name for s in config.accuracy.similarities}
     llm = next(j for j in config.judges if j.name == "llm")
     assert llm.options["generator"]["backend"] == "transformers"  # vLLM serves no T5
@@ -39,7 +39,7 @@ def test_decoding_defaults_follow_the_paper():
     config = parse_config("name: x\n")
     # answers to paraphrases are nucleus samples; the rank prompt's last option uses the paper's wording
     assert (config.variation.paraphrase_temperature, config.variation.top_p) == (0.6, 0.7)
-    assert config.a2c.idk_text == "Don't know the correct answer"
+    assert config.ask_to_choose.idk_text == "Don't know the correct answer"
 
 
 def test_defaults_and_shorthands():
@@ -87,7 +87,8 @@ def test_every_task_has_its_config_model_registered_alone():
      "<config>:3: variation.temperatures.1: Input should be a finite number"),
     ("name: x\nvariation:\n  paraphrase_temperature: .inf\n",
      "<config>:3: variation.paraphrase_temperature: Input should be a finite number"),
-    ("name: x\na2c:\n  rank_temperature: .inf\n", "<config>:3: a2c.rank_temperature: Input should be a"),
+    ("name: x\nask_to_choose:\n  rank_temperature: .inf\n",
+     "<config>:3: ask_to_choose.rank_temperature: Input should be a"),
     ("name: x\ngenerator:\n  backend: openai\n  timeout: .inf\n",
      "<config>:4: generator.timeout: Input should be a finite"),
     ("name: x\nlimit: 0\n", "<config>:2: limit"),

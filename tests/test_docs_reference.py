@@ -152,23 +152,20 @@ _DECLARED = re.compile(r"^(\w+): Registry\[", re.M)
 
 
 def _declared_registries() -> list[tuple[str, Any]]:
-    """(`module.NAME`, the registry) for every `NAME: Registry[...]` in a2c's source, and the uncertainty
-    measures (a mapping, not a Registry)."""
+    """(`module.NAME`, the registry) for every `NAME: Registry[...]` in a2c's source."""
     found = []
     for path in sorted((ROOT / "a2c").rglob("*.py")):
         for name in _DECLARED.findall(path.read_text(encoding="utf-8")):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
             found.append((f"{module}.{name}", getattr(importlib.import_module(module), name)))
-    from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
-
-    return [*found, ("a2c.metrics.uncertainty.UNCERTAINTY_MEASURES", UNCERTAINTY_MEASURES)]
+    return found
 
 
 def missing_names(page: str) -> list[str]:
     sections = list(_sections(page, "##").values())
     missing = []
     for where, registry in _declared_registries():
-        names = registry.names() if hasattr(registry, "names") else list(registry)
+        names = registry.names()
         text = next((s for s in sections if f"`{where}`" in s.split("|", 1)[0]), None)
         if text is None:
             missing.append(where)

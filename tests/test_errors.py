@@ -299,8 +299,8 @@ def test_a_hint_is_printed_on_its_own_line(monkeypatch, capsys):
 
 # -- property tests: clear error or valid result, never another exception ---------------------------------
 
-KEYS = ["name", "seed", "limit", "dataset", "generator", "variation", "judges", "accuracy", "a2c", "output",
-        "chunk_size", "temperatures", "path", "encoding", "backend", "model", "techniques", "top_p"]
+KEYS = ["name", "seed", "limit", "dataset", "generator", "variation", "judges", "accuracy", "ask_to_choose",
+        "output", "chunk_size", "temperatures", "path", "encoding", "backend", "model", "techniques", "top_p"]
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**6), st.floats(allow_nan=True),
                     st.text(max_size=20), st.sampled_from(["truthfulqa", "quickstart", "embedding", "offline",
                                                            "latin-1", "x", "", "transformers", "synonyms"]))

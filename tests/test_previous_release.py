@@ -85,3 +85,47 @@ def test_a_summary_of_an_older_schema_is_refused_with_how_to_recompute_it(old_ru
     with pytest.raises(OldSummaryError, match=r"older a2c \(summary schema 2, this a2c reads 3\)") as caught:
         TASK.read_summary(RunFolder(old_run / "run"))
     assert "a2c report" in (caught.value.hint or "")
+
+
+def test_the_old_a2c_stage_and_section_are_read_under_their_new_names(old_run):
+    """0.1 named the Ask-to-Choose section and stage `a2c` (the package's name): its `stages/a2c.json`
+    counts as the `ask_to_choose` stage's marker, its stored `a2c:` section is read without a warning, and
+    the next run writes both under the new names."""
+    import warnings
+
+    from a2c.errors import RenamedKeyWarning
+    from a2c.qa.stages import A2C
+    from a2c.store import RunFolder
+
+    assert A2C.marker_in(RunFolder(old_run / "run")) == "stages/a2c.json"
+    done = _a2c("report", "run", "--no-rescore", cwd=old_run)
+    assert "warning" not in done.stderr and "ask_to_choose" not in done.stderr  # the stage counts as done
+    config = load_config(old_run / "previous.yaml").model_copy(update={"output": str(old_run / "run")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RenamedKeyWarning)  # the stored config is read silently
+        result = run_experiment(config, progress=False)
+    assert "ask_to_choose" in result.stages and "a2c" not in result.stages
+    assert (old_run / "run" / "stages" / "ask_to_choose.json").exists()
+    assert not (old_run / "run" / "stages" / "a2c.json").exists()
+    stored = (old_run / "run" / "config.yaml").read_text(encoding="utf-8")
+    assert "\nask_to_choose:" in stored and "\na2c:" not in stored
+
+
+def test_a_config_with_the_old_section_runs_with_one_warning_line(old_run):
+    (old_run / "old.yaml").write_text((old_run / "previous.yaml").read_text(encoding="utf-8")
+                                      + "a2c: {max_tokens: 4}\n", encoding="utf-8")
+    done = _a2c("run", "old.yaml", cwd=old_run)
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert warned == ["a2c: warning: config key `a2c:` is deprecated, write `ask_to_choose:` (read as it)"]
+    assert load_config(old_run / "run" / "config.yaml", paths_from_file=False).ask_to_choose.max_tokens == 4
+
+
+def test_a_folder_naming_both_sections_is_refused_in_one_line(old_run):
+    stored = old_run / "run" / "config.yaml"
+    both = stored.read_text(encoding="utf-8") + "ask_to_choose: {enabled: true}\n"
+    stored.write_text(both, encoding="utf-8")
+    done = _a2c("report", "run", cwd=old_run)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("a2c: error: ") and "a2c and ask_to_choose are both given" in first

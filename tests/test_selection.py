@@ -251,9 +251,9 @@ def test_selection_is_a2c_by_default_and_takes_names_or_options():
     ("selection:\n  - {name: usc, temperature: 1}",
      "config.yaml:4: selection.0.temperature: unknown option; this selection method takes ['max_tokens']"),
     ("selection: [usc, usc]", "config.yaml:3: selection: Value error, selection methods are listed twice"),
-    ("a2c: {enabled: false}\nselection: [a2c, usc]",
+    ("ask_to_choose: {enabled: false}\nselection: [a2c, usc]",
      "config.yaml:4: selection: Value error, a2c picks from the rank choices: it needs Ask-to-Choose "
-     "(a2c.enabled: true)"),
+     "(ask_to_choose.enabled: true)"),
 ])
 def test_bad_selection_fails_at_load_with_file_and_line(lines, message):
     with pytest.raises(ConfigError) as caught:

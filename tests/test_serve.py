@@ -54,11 +54,11 @@ QUESTIONS = [f"How many legs does animal number {i} have?" for i in range(32)]
 
 def test_request_settings_go_on_top_of_the_servers_key_by_key():
     defaults = answer_settings(SETTINGS, "")
-    merged = override(defaults, {"variation": {"temperatures": [0.3]}, "a2c": {"idk_text": "No idea"},
-                                 "seed": 9})
+    merged = override(defaults, {"variation": {"temperatures": [0.3]},
+                                 "ask_to_choose": {"idk_text": "No idea"}, "seed": 9})
     assert merged.variation.temperatures == [0.3]
     assert merged.variation.techniques == ["synonyms", "word forms"]  # kept from the server's settings
-    assert merged.a2c.idk_text == "No idea" and merged.a2c.max_tokens == 8
+    assert merged.ask_to_choose.idk_text == "No idea" and merged.ask_to_choose.max_tokens == 8
     assert merged.seed == 9 and defaults.seed == 0
     assert override(defaults, None) is defaults and override(defaults, {}) is defaults
 
@@ -72,7 +72,7 @@ def test_judges_given_without_entropy_judge_reset_it():
     ({"temperatures": [0.5]}, "a2c.temperatures"),  # a variation key at the wrong level
     ({"variation": {"temperaturess": [1]}}, "a2c.variation.temperaturess"),
     ({"variation": {"temperatures": [-1.0]}}, "a2c.variation.temperatures"),
-    ({"a2c": {"rank_temperature": "hot"}}, "a2c.a2c.rank_temperature"),
+    ({"ask_to_choose": {"rank_temperature": "hot"}}, "a2c.ask_to_choose.rank_temperature"),
     ({"judges": ["no-such-judge"]}, "a2c.judges.0.name"),
     ("greedy", "a2c"),
 ])
@@ -92,7 +92,7 @@ def test_overriding_temperatures_and_seed_changes_nothing_else(temperatures, see
     assert merged.variation.temperatures == temperatures and merged.seed == seed
     assert merged.variation.model_dump(exclude={"temperatures"}) == \
         defaults.variation.model_dump(exclude={"temperatures"})
-    assert merged.judges == defaults.judges and merged.a2c == defaults.a2c
+    assert merged.judges == defaults.judges and merged.ask_to_choose == defaults.ask_to_choose
 
 
 def test_a_request_names_judges_of_the_server_and_gives_no_options_or_paths():
@@ -107,9 +107,9 @@ def test_a_request_names_judges_of_the_server_and_gives_no_options_or_paths():
         ({"judges": ["llm"]}, "a2c.judges.0.name"),
         ({"variation": {"techniques": [{**technique, "template": "t.yaml"}]}},
          "a2c.variation.techniques.0.template"),
-        ({"a2c": {"cache": "x.sqlite"}}, "a2c.a2c.cache"),
+        ({"ask_to_choose": {"cache": "x.sqlite"}}, "a2c.ask_to_choose.cache"),
         ({"seed": True}, "a2c.seed"),
-        ({"a2c": {"enabled": "yes"}}, "a2c.a2c.enabled"),
+        ({"ask_to_choose": {"enabled": "yes"}}, "a2c.ask_to_choose.enabled"),
     ]:
         with pytest.raises(SettingsError) as caught:
             override(defaults, hostile)
@@ -121,7 +121,7 @@ def test_a_request_names_judges_of_the_server_and_gives_no_options_or_paths():
 @pytest.mark.parametrize("given", [
     {"variation": {"techniques": ["synonyms"], "temperatures": [0.5]}},
     {"variation": {"techniques": ["synonyms", "word forms"], "temperatures": [0.2, 0.8], "samples": 3}},
-    {"variation": {"temperatures": [0.5], "samples": 2}, "a2c": {"max_tokens": 2}},
+    {"variation": {"temperatures": [0.5], "samples": 2}, "ask_to_choose": {"max_tokens": 2}},
     {"variation": {"techniques": ["synonyms"], "temperatures": [0.2, 0.8]}, "judges": ["llm"]},
 ])
 def test_the_calls_counted_before_a_request_bound_what_it_costs(given):
@@ -632,7 +632,8 @@ def test_chat_and_completions_through_the_openai_client_equal_ask_to_choose(serv
         api_key_env="A2C_TEST_UPSTREAM_KEY", cache=folder / "cache.sqlite"))
     chooser = AskToChoose(generator, techniques=DEFAULT_TECHNIQUES[:1], temperatures=(0.5,))
     small = answer_settings(SMALL, "")
-    chooser.config = chooser.config.model_copy(update={"variation": small.variation, "a2c": small.a2c})
+    chooser.config = chooser.config.model_copy(update={"variation": small.variation,
+                                                       "ask_to_choose": small.ask_to_choose})
     expected = chooser.answer(question)
     assert generator.stats.generated == 0 and generator.stats.cached > 0
     assert proof["answer"] == expected.answer
@@ -651,11 +652,12 @@ def test_chat_and_completions_through_the_openai_client_equal_ask_to_choose(serv
 @pytest.mark.slow
 def test_extra_body_overrides_and_refusals(servers):
     client = servers[1]["main"].client()
+    # the Ask-to-Choose section by its earlier name, `a2c`, is still read
     hotter = _chat(client, "What is the capital of France?",
                    extra_body={"a2c": {"variation": {"temperatures": [1.0]}, "a2c": {"idk_text": "No idea"}}})
     proof = hotter.model_extra["a2c"]
     assert [c["temperature"] for c in proof["candidates"] if c["source"] == "temperature"] == [1.0]
-    assert proof["settings"]["a2c"]["idk_text"] == "No idea"
+    assert proof["settings"]["ask_to_choose"]["idk_text"] == "No idea"
     assert proof["settings"]["variation"]["techniques"] == ["synonyms"]  # the server's, kept
 
     unknown = _error(lambda: _chat(client, "Why?", extra_body={"a2c": {"variation": {"temps": [1.0]}}}))

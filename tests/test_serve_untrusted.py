@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 UPSTREAM_KEY = "upkey-5e1d0c93aa"
 SETTINGS = {"variation": {"techniques": ["synonyms"], "temperatures": [0.5], "paraphrase_max_tokens": 24,
                           "long_max_tokens": 12, "short_max_tokens": 6},
-            "judges": ["exact", "rouge1"], "a2c": {"max_tokens": 3},
+            "judges": ["exact", "rouge1"], "ask_to_choose": {"max_tokens": 3},
             "generator": {"retry_wait": 0.01}}
 READ_TIMEOUT = 2.0
 CLIENTS = 64
@@ -158,7 +158,8 @@ def test_paths_models_and_templates_named_by_a_request_are_refused_and_nothing_i
 def test_bounds_name_the_server_limit_and_the_calls_are_counted_before_any_is_made(served, upstream):
     upstream.reset()
     cases = [
-        ({"a2c": {"max_tokens": 1e9}}, "a2c.a2c.max_tokens", "at most 64 (server.max_tokens)"),
+        ({"ask_to_choose": {"max_tokens": 1e9}}, "a2c.ask_to_choose.max_tokens",
+         "at most 64 (server.max_tokens)"),
         ({"variation": {"long_max_tokens": 1_000_000_000}}, "a2c.variation.long_max_tokens",
          "at most 64 (server.max_tokens)"),
         ({"variation": {"samples": 400}}, "a2c.variation.samples", "at most 4 (server.max_samples)"),
@@ -171,7 +172,7 @@ def test_bounds_name_the_server_limit_and_the_calls_are_counted_before_any_is_ma
     assert "server.max_calls_per_request" in message
     assert upstream.arrived == []
     allowed = {"variation": {"temperatures": [0.2], "samples": 2, "long_max_tokens": 64}, "judges": ["exact"],
-               "a2c": {"max_tokens": 4, "idk_text": "No idea."}, "seed": 3}
+               "ask_to_choose": {"max_tokens": 4, "idk_text": "No idea."}, "seed": 3}
     answered = _post(served["guarded"], _chat("Why is ice slippery?", a2c=allowed))
     assert answered.status_code == 200, answered.text
     proof = answered.json()["a2c"]
@@ -197,8 +198,8 @@ def test_surrogates_depth_blank_questions_and_loose_types_are_one_line_400s(serv
     loose = [({"seed": True}, "seed"), ({"seed": "1"}, "seed"), ({"stream": "yes"}, "stream"),
              ({"stream": 1}, "stream"),
              ({"stream": True, "stream_options": {"include_usage": "yes"}}, "stream_options.include_usage"),
-             ({"a2c": {"seed": True}}, "a2c.seed"), ({"a2c": {"a2c": {"rank_temperature": True}}},
-                                                     "a2c.a2c.rank_temperature"),
+             ({"a2c": {"seed": True}}, "a2c.seed"), ({"a2c": {"ask_to_choose": {"rank_temperature": True}}},
+                                                     "a2c.ask_to_choose.rank_temperature"),
              ({"a2c": {"variation": {"temperatures": [True]}}}, "a2c.variation.temperatures.0")]
     for extra, param in loose:
         _refused(_post(proc, _chat("Why is the sea salty?", **extra)), param)

@@ -29,8 +29,8 @@ from a2c.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, a two-line one; as paraphrases only the question passes the checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
-EVERY_STAGE = ["variation", "answers", "judges_before", "a2c", "judges_after", "selection", "metrics",
-               "report"]
+EVERY_STAGE = ["variation", "answers", "judges_before", "ask_to_choose", "judges_after", "selection",
+               "metrics", "report"]
 
 
 def _config(tmp: Path, **changes: Any) -> ExperimentConfig:
@@ -159,22 +159,23 @@ def test_report_on_a_damaged_run_says_how_to_repair_it(root):
 
 
 def test_an_interrupted_stage_reruns_from_the_cache_and_same_outputs_stop_the_wave(root):
-    (root / "run" / "stages" / "a2c.json").unlink()  # killed before it marked itself done
+    (root / "run" / "stages" / "ask_to_choose.json").unlink()  # killed before it marked itself done
     (root / "run" / "report.md").unlink()  # an output gone: its stage runs again
     result = run_experiment(_config(root), progress=False)
-    assert _ran(result) == ["a2c", "report"]
-    assert result.stages["a2c"].why == "not run before"
-    assert result.stages["a2c"].generated == 0 and result.stages["a2c"].cached > 0
+    assert _ran(result) == ["ask_to_choose", "report"]
+    assert result.stages["ask_to_choose"].why == "not run before"
+    assert result.stages["ask_to_choose"].generated == 0 and result.stages["ask_to_choose"].cached > 0
     assert result.stages["report"].why == "output missing: report.md"
 
 
 def test_turning_a2c_off_removes_its_files(root):
-    result = run_experiment(_config(root, **{"a2c.enabled": False}), progress=False)
+    result = run_experiment(_config(root, **{"ask_to_choose.enabled": False}), progress=False)
     # the default selection, [a2c], picks nothing without A2C
     assert _ran(result) == ["selection", "metrics", "report"]
     assert RunFolder(root / "run").read_rows(SELECTIONS) == []
-    assert "a2c" not in result.stages
-    for name in ("choices.jsonl", "matrices_after.npz", "stages/a2c.json", "stages/judges_after.json"):
+    assert "ask_to_choose" not in result.stages
+    for name in ("choices.jsonl", "matrices_after.npz", "stages/ask_to_choose.json",
+                 "stages/judges_after.json"):
         assert not (root / "run" / name).exists(), name
     assert {row.phase for row in RunFolder(root / "run").read_rows(METRICS)} == {"before"}
 
@@ -189,7 +190,7 @@ def test_slices_hold_settings_not_paths_chunks_caches_or_batches(tmp_path):
     assert [s.config_slice(logistics) for s in STAGES] == [s.config_slice(base) for s in STAGES]
     seeded = _config(tmp_path, seed=1, generator=generator)
     assert [s.name for s in STAGES if s.config_slice(seeded) != s.config_slice(base)] == [
-        "variation", "answers", "a2c"]
+        "variation", "answers", "ask_to_choose"]
 
 
 def test_sets_before_and_after_counts_and_masks(finished):
@@ -311,7 +312,7 @@ def test_run_probe_and_wrapper_ask_the_same_prompts_under_non_default_budgets(tm
                 "variation": {"paraphrase_max_tokens": 21, "long_max_tokens": 33, "short_max_tokens": 5,
                               "temperatures": [0.3, 0.9], "top_p": 0.8, "samples": 2,
                               "paraphrase_temperature": 0.4, "techniques": ["synonyms", "conjunctions"]},
-                "a2c": {"max_tokens": 3, "rank_temperature": 0.2, "idk_text": "No idea"}}
+                "ask_to_choose": {"max_tokens": 3, "rank_temperature": 0.2, "idk_text": "No idea"}}
     config = _config(tmp_path, **settings)
     run_experiment(config, progress=False)
     run_prompts = list(asked)
@@ -319,7 +320,7 @@ def test_run_probe_and_wrapper_ask_the_same_prompts_under_non_default_budgets(tm
     question = load_records("quickstart", limit=1)[0].question
 
     asked.clear()
-    AskToChoose(build_generator(config.generator), variation=config.variation, a2c=config.a2c,
+    AskToChoose(build_generator(config.generator), variation=config.variation, a2c=config.ask_to_choose,
                 seed=config.seed).answer(question)
     assert asked == run_prompts
 
@@ -357,7 +358,8 @@ def test_stage_stats_count_every_generation_counter_including_cut_prompts(tmp_pa
 def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outputs(root):
     run = root / "run"
     assert json.loads((run / "summary.json").read_text())["counts"]["prompts_cut_to_fit_context"] == 0
-    for stage, cut in (("answers", 4), ("a2c", 1)):  # as a backend with a small context would count them
+    # as a backend with a small context would count them
+    for stage, cut in (("answers", 4), ("ask_to_choose", 1)):
         marker = json.loads((run / "stages" / f"{stage}.json").read_text())
         marker["stats"]["truncated"] = cut
         (run / "stages" / f"{stage}.json").write_text(json.dumps(marker))

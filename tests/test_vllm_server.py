@@ -181,7 +181,8 @@ def test_a2c_serve_in_front_of_vllm(server, tmp_path):
                                                     base_urls=(server.base_url,), cache=cache))
         chooser = AskToChoose(generator, techniques=DEFAULT_TECHNIQUES[:1], temperatures=(0.5,))
         small = answer_settings(SMALL, "")
-        chooser.config = chooser.config.model_copy(update={"variation": small.variation, "a2c": small.a2c})
+        chooser.config = chooser.config.model_copy(update={"variation": small.variation,
+                                                           "ask_to_choose": small.ask_to_choose})
         expected = chooser.answer(question)
         assert generator.stats.generated == 0 and generator.stats.cached > 0  # the server's very prompts
         assert proof["answer"] == expected.answer

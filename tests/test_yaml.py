@@ -70,9 +70,9 @@ def test_yes_and_no_labels_are_the_text_written():
 
 
 def test_boolean_settings_still_take_yes_and_no():
-    config = parse_config("name: x\na2c: {enabled: no}\n")
-    assert config.a2c.enabled is False
-    assert parse_config("name: x\na2c: {enabled: On}\n").a2c.enabled is True
+    config = parse_config("name: x\nask_to_choose: {enabled: no}\n")
+    assert config.ask_to_choose.enabled is False
+    assert parse_config("name: x\nask_to_choose: {enabled: On}\n").ask_to_choose.enabled is True
     data, _ = parse_yaml("a: true\nb: False\nc: yes\nd: 'no'\ne: y\n", "f", A2CError)
     assert data == {"a": True, "b": False, "c": "yes", "d": "no", "e": "y"}
 

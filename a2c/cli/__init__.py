@@ -19,15 +19,18 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from types import TracebackType
 
 from a2c import __version__
-from a2c.errors import A2CError
+from a2c.errors import A2CError, RenamedKeyWarning
 from a2c.faults import environment_fault, gpu_memory_fault
 from a2c.interrupts import Terminated, sigterm_raises
 from a2c.redact import redact
 from a2c.untrusted import printable
+
+_python_warning_text = warnings.formatwarning
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
 COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "score", "judge",
@@ -91,7 +94,16 @@ def raised_at(tb: TracebackType | None) -> str | None:
     return where
 
 
+def _warning_text(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  line: str | None = None) -> str:
+    """A renamed config key as one line, like the CLI's errors; other warnings as Python shows them."""
+    if issubclass(category, RenamedKeyWarning):
+        return f"a2c: warning: {message}\n"
+    return _python_warning_text(message, category, filename, lineno, line)
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.formatwarning = _warning_text
     debug = os.environ.get("A2C_DEBUG", "").lower() not in {"", "0", "false", "no", "off"}
     command = None
     try:

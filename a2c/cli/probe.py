@@ -331,7 +331,7 @@ def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int
         config = load_config(args.config)
         if not isinstance(config, ExperimentConfig):
             raise ProbeInputError(f"--config {args.config}: a {config.task} config; probe takes a QA config")
-        variation, a2c, seed = config.variation, config.a2c, config.seed
+        variation, a2c, seed = config.variation, config.ask_to_choose, config.seed
     if args.temperatures:
         variation = variation.model_copy(update={"temperatures": list(args.temperatures)})
     return variation, a2c, seed if args.seed is None else args.seed

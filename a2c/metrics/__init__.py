@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         signal_consistency,
         signal_inputs,
     )
-    from a2c.metrics.consistency import cons_lex, cons_sem, mean_defined, semantic_clusters, semantic_entropy
+    from a2c.metrics.consistency import cons_lex, cons_sem, semantic_clusters, semantic_entropy
     from a2c.metrics.contrast import (
         ContrastCounts,
         ContrastSetScores,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         variance_attributable_to_paraphrasing,
     )
     from a2c.metrics.selection import expected_random_accuracy, majority_cluster_index, medoid_index
+    from a2c.metrics.set_metrics import SET_METRICS, SetMetric, mean_defined
     from a2c.metrics.sets import JudgeScores, judge_scores
     from a2c.metrics.uncertainty import (
         UNCERTAINTY_MEASURES,
@@ -78,7 +79,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "bootstrap": ("PairedDifference", "paired_difference_ci"),
     "calm": ("DEFAULT_INDICATORS", "DEFAULT_SIGNAL_SYMBOLS", "IndicatorPair", "parse_indicator_pair",
         "reverse_consistency", "reverse_input", "signal_consistency", "signal_inputs"),
-    "consistency": ("cons_lex", "cons_sem", "mean_defined", "semantic_clusters", "semantic_entropy"),
+    "consistency": ("cons_lex", "cons_sem", "semantic_clusters", "semantic_entropy"),
     "contrast": ("ContrastCounts", "ContrastSetScores", "InvalidCountsError", "consistency_bounds",
         "consistency_distribution", "contrast_set_scores", "cumulative_mass", "relative_consistency",
         "relative_consistency_difference"),
@@ -86,6 +87,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "paraphrastic": ("min_paraphrastic_consistency", "paraphrastic_accuracy", "paraphrastic_consistency",
         "proportion_of_variance_attributable_to_paraphrasing", "variance_attributable_to_paraphrasing"),
     "selection": ("expected_random_accuracy", "majority_cluster_index", "medoid_index"),
+    "set_metrics": ("SET_METRICS", "SetMetric", "mean_defined"),
     "sets": ("JudgeScores", "judge_scores"),
     "uncertainty": ("UNCERTAINTY_MEASURES", "Measure", "degree_confidence", "degree_uncertainty",
         "eccentricity", "eccentricity_confidence", "eigval_laplacian", "kernel_language_entropy",
@@ -105,6 +107,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_INDICATORS",
     "DEFAULT_SIGNAL_SYMBOLS",
+    "SET_METRICS",
     "UNCERTAINTY_MEASURES",
     "ContrastCounts",
     "ContrastSetScores",
@@ -113,6 +116,7 @@ __all__ = [
     "JudgeScores",
     "Measure",
     "PairedDifference",
+    "SetMetric",
     "TruthfulQAScores",
     "additive_inconsistency",
     "conditional_inconsistency",

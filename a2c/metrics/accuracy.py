@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
+from a2c.metrics.set_metrics import SetMetric
+
 if TYPE_CHECKING:
     from rouge_score import rouge_scorer
 
@@ -18,6 +20,10 @@ class TruthfulQAScores(NamedTuple):
     max_true: float
     diff: float
     acc: float
+
+
+# how the tables read it (`a2c.metrics.set_metrics`): the set's mean `acc`, per accuracy similarity
+ACCURACY = SetMetric("accuracy", higher_is_better=True, per="similarity", stored="accuracy", signal=False)
 
 
 def truthfulqa_scores(

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from a2c.metrics.set_metrics import SetMetric
 from a2c.text import normalize
 
 
@@ -76,15 +77,10 @@ def semantic_entropy(cluster_ids: Sequence[int]) -> float | None:
     return entropy + 0.0  # turn -0.0 into 0.0 for a single cluster
 
 
-def mean_defined(values: Iterable[float | None]) -> tuple[float | None, int]:
-    """Mean over the defined values and how many `None`s were skipped; `(None, k)` if nothing is defined."""
-    defined: list[float] = []
-    skipped = 0
-    for value in values:
-        if value is None:
-            skipped += 1
-        elif math.isnan(value):
-            raise ValueError("NaN among metric values: undefined items must be None, not NaN")
-        else:
-            defined.append(float(value))
-    return (math.fsum(defined) / len(defined) if defined else None), skipped
+# how the tables read these metrics (`a2c.metrics.set_metrics`); computed by `judge_scores` and `cons_lex`
+CONS_LEX = SetMetric("Cons_lex", higher_is_better=True, stored="cons_lex")
+CONS_SEM = SetMetric("Cons_sem", higher_is_better=True, per="judge", stored="cons_sem")
+CONS_SEM_ACCURATE = SetMetric("Cons_sem (accurate answers)", higher_is_better=True, per="judge",
+                              stored="cons_sem_accurate", signal=False)
+ENTROPY = SetMetric("Entropy", higher_is_better=False, per="judge", stored="entropy")
+CLUSTERS = SetMetric("Clusters", higher_is_better=False, per="judge", stored="clusters", signal=False)

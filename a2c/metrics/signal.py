@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from a2c.metrics.bootstrap import percentile_interval, resample_counts
 
@@ -181,9 +182,12 @@ def oracle_curve(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
                                              np.r_[np.ones(n_pos), np.zeros(n - n_pos)]))
 
 
-@dataclass(frozen=True)
-class Signal:
-    """AUROC and PRR of one score with bootstrap intervals, or why they are undefined (`undefined`)."""
+class Signal(BaseModel):
+    """AUROC and PRR of one score with bootstrap intervals, or why they are undefined (`undefined`). A
+    pydantic model, so a summary's signal row can be this plus its key (a subclass): the
+    fields are declared once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     sets: int
     answers: int
@@ -235,8 +239,9 @@ def signal(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0, level:
     answers, accurate = int(groups.answers.sum()), int(groups.accurate.sum())
     why = groups.undefined
     if why:
-        return Signal(sets, answers, accurate, None, None, None, None, why, replicates, seed)
+        return Signal(sets=sets, answers=answers, accurate=accurate, auroc=None, auroc_ci=None, prr=None,
+                      prr_ci=None, undefined=why, bootstrap=replicates, seed=seed)
     aurocs, prrs = bootstrap(groups, replicates=replicates, seed=seed, clusters=ids)
-    return Signal(sets, answers, accurate, auroc(groups), percentile_interval(aurocs, level),
-                  prediction_rejection_ratio(groups), percentile_interval(prrs, level), None,
-                  replicates, seed)
+    return Signal(sets=sets, answers=answers, accurate=accurate, auroc=auroc(groups),
+                  auroc_ci=percentile_interval(aurocs, level), prr=prediction_rejection_ratio(groups),
+                  prr_ci=percentile_interval(prrs, level), undefined=None, bootstrap=replicates, seed=seed)

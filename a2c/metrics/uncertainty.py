@@ -27,13 +27,14 @@ answers are undefined and give None, as the other set metrics (`a2c.metrics.cons
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from a2c.registry import Registry
 
 ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
 KLE_TIME = 0.3  # LM-Polygraph's heat-kernel time t (its default, from the KLE paper)
@@ -241,6 +242,7 @@ class Measure:
     function: Callable[[np.ndarray], float | int | np.ndarray | None]
     kind: Kind
     statistic: Statistic
+    label: str  # what tables call it: the paper's symbol
     per_answer: bool = False
 
     def as_confidence(self, value: float | np.ndarray | None) -> float | np.ndarray | None:
@@ -250,12 +252,16 @@ class Measure:
         return -value
 
 
-UNCERTAINTY_MEASURES: Mapping[str, Measure] = MappingProxyType({
-    "num_semantic_sets": Measure(num_semantic_sets, "uncertainty", "equivalence"),
-    "eigval_laplacian": Measure(eigval_laplacian, "uncertainty", "similarity"),
-    "degree_uncertainty": Measure(degree_uncertainty, "uncertainty", "similarity"),
-    "eccentricity": Measure(eccentricity, "uncertainty", "similarity"),
-    "degree_confidence": Measure(degree_confidence, "confidence", "similarity", per_answer=True),
-    "eccentricity_confidence": Measure(eccentricity_confidence, "confidence", "similarity", per_answer=True),
-    "kernel_language_entropy": Measure(kernel_language_entropy, "uncertainty", "nli"),
-})
+UNCERTAINTY_MEASURES: Registry[Measure] = Registry("uncertainty measure", base=Measure)
+# in the order a run's uncertainty rows list them (`Registry.items(as_registered=True)`)
+for _name, _measure in (
+    ("num_semantic_sets", Measure(num_semantic_sets, "uncertainty", "equivalence", "U_NumSet")),
+    ("eigval_laplacian", Measure(eigval_laplacian, "uncertainty", "similarity", "U_EigV")),
+    ("degree_uncertainty", Measure(degree_uncertainty, "uncertainty", "similarity", "U_Deg")),
+    ("eccentricity", Measure(eccentricity, "uncertainty", "similarity", "U_Ecc")),
+    ("degree_confidence", Measure(degree_confidence, "confidence", "similarity", "C_Deg", per_answer=True)),
+    ("eccentricity_confidence",
+     Measure(eccentricity_confidence, "confidence", "similarity", "C_Ecc", per_answer=True)),
+    ("kernel_language_entropy", Measure(kernel_language_entropy, "uncertainty", "nli", "KLE")),
+):
+    UNCERTAINTY_MEASURES.register(_name)(_measure)

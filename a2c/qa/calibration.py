@@ -42,6 +42,7 @@ from a2c.metrics.selective import (
     expected_calibration_error,
     paired_difference,
 )
+from a2c.metrics.set_metrics import SET_METRICS
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
@@ -85,9 +86,10 @@ class Units:
 def signal_reads(judges: Sequence[str], entropy_judge: str, measures: Sequence[tuple[str, str]]
                  ) -> dict[str, tuple[str, ...]]:
     """Signal name (as the signal table names it) → the judges its value is computed from."""
-    reads: dict[str, tuple[str, ...]] = {f"{judge_label(j)} Cons_sem": (j,) for j in judges}
-    reads[f"-Entropy ({judge_label(entropy_judge)})"] = (entropy_judge,)
-    reads["Cons_lex"] = ()
+    cons_sem, entropy, cons_lex = (SET_METRICS.get(name) for name in ("cons_sem", "entropy", "cons_lex"))
+    reads: dict[str, tuple[str, ...]] = {f"{judge_label(j)} {cons_sem.label}": (j,) for j in judges}
+    reads[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = (entropy_judge,)
+    reads[cons_lex.signed_label] = ()
     reads.update({uncertainty_name(m, graph): tuple(graph.split("+")) for m, graph in measures})
     return reads
 
@@ -327,7 +329,7 @@ def run_record(store: Store, config: ExperimentConfig, questions: int) -> RunRec
     return RunRecord(name=config.name, digest=json_digest(digests), model=config.generator.model,
                      backend=config.generator.backend, questions=questions,
                      settings=config.model_dump(mode="json", include={"seed", "variation", "judges",
-                                                                      "entropy_judge", "a2c"}))
+                                                                      "entropy_judge", "ask_to_choose"}))
 
 
 def calibration_file(store: Store, config: ExperimentConfig, *, source: Source = "paraphrase",
@@ -367,7 +369,8 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
     reads = units.reads[chosen]
     return Calibration(
         signal=chosen, judges=[judges[j] for j in reads], source=source, similarity=similarity,
-        entropy_judge=config.entropy_judge_name if chosen.startswith("-Entropy") else None,
+        entropy_judge=config.entropy_judge_name if chosen.startswith(SET_METRICS.get("entropy").signed_label)
+        else None,
         method=fitted.kind, map=fitted, decline_below=below, rule=rule, risk_control=control,
         units=len(part.ids), dropped=units.dropped + len(units.ids) - len(part.ids), signals_cv_aurc=cv,
         out_of_sample=figures, run=run_record(store, config, len(units.ids) + units.dropped))

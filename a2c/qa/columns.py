@@ -104,7 +104,7 @@ class Columns:
 class MetricColumns(Columns):
     """`metrics.jsonl` as columns: `n`, `n_accurate` (−1: no references), `cons_lex`, per judge its
     `JudgeScores` fields (`judge(field, name)`) and per similarity the `Accuracy` fields (`accuracy(...)`,
-    NaN where a set has none)."""
+    NaN where a set has none) and the computed metrics (`extra(key)`)."""
 
     n: np.ndarray
     n_accurate: np.ndarray
@@ -126,6 +126,8 @@ class MetricColumns(Columns):
                 for name in ACCURACY_FIELDS:
                     floats.add(("accuracy", similarity, name), None if accuracy is None else getattr(accuracy,
                                                                                                   name))
+            for key, value in r.extra.items():  # the registered metrics the stage computed
+                floats.add(("extra", key), value)
             floats.end_row()
         return cls(keyed.ids, *keyed.codes(), np.frombuffer(n, dtype=np.int64),
                    np.frombuffer(n_accurate, dtype=np.int64), floats.arrays())
@@ -147,6 +149,10 @@ class MetricColumns(Columns):
 
     def accuracy(self, similarity: str, name: str = "acc") -> np.ndarray:
         return self._column(("accuracy", similarity, name))
+
+    def extra(self, key: str) -> np.ndarray:
+        """A computed metric's column (`a2c.qa.metric_columns`), by its key."""
+        return self._column(("extra", key))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
-from a2c.metrics.consistency import mean_defined
+from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.format_following import (
     FORMAT_FOLLOWING_NOTE,
@@ -29,6 +29,7 @@ from a2c.qa.format_following import (
     format_following,
     format_following_table,
 )
+from a2c.qa.metric_columns import MetricColumn
 from a2c.qa.report import METHOD_LABELS
 from a2c.qa.rows import (
     CHOICES,
@@ -78,7 +79,15 @@ def _consistency(judge: str) -> Metric:
     def value(row: MetricRow) -> float | None:
         return row.judges[judge].cons_sem if judge in row.judges else None
 
-    return Metric(f"cons.{judge}", f"{judge_label(judge)} Cons_sem", "consistency", value)
+    return Metric(f"cons.{judge}", f"{judge_label(judge)} {SET_METRICS.get('cons_sem').label}", "consistency",
+                  value)
+
+
+def _computed(column: MetricColumn) -> Metric:
+    def value(row: MetricRow) -> float | None:
+        return row.extra.get(column.key)
+
+    return Metric(f"extra.{column.key}", column.label, "consistency", value)
 
 
 @dataclass(frozen=True)
@@ -315,7 +324,11 @@ def compare_opened(opened: Sequence[OpenedRun], labels: Sequence[str] | None = N
                            *(j for x in summaries for j in x.judges)])
     left_out = [name for name in every if name not in sims and name not in judges]
     referenced = any(x.referenced for x in summaries)
-    metrics = [*(_accuracy(s) for s in sims if referenced), *(_consistency(j) for j in judges)]
+    held = [{c.key for c in x.computed_columns()} for x in summaries]
+    computed = [c for c in summaries[0].computed_columns() if all(c.key in keys for keys in held)]
+    left_out += [c.label for x in summaries for c in x.computed_columns() if c not in computed]
+    metrics = [*(_accuracy(s) for s in sims if referenced), *(_consistency(j) for j in judges),
+               *(_computed(c) for c in computed)]
     cells = {(source, run.label, m.key): _cell(run, source, m, questions)
              for run in runs for source in SOURCES if (source, "before") in run.rows for m in metrics}
     return Comparison(runs, questions, {n: len(k) - len(shared) for n, k in zip(names, keys, strict=True)},

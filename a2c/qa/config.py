@@ -7,6 +7,7 @@ config loads, before any model does.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
@@ -21,7 +22,7 @@ from pydantic import (
 from a2c.components import ComponentSpec, expand
 from a2c.config import RunConfig, StrictModel, registered
 from a2c.config_paths import Data, PathKey, generator_keys
-from a2c.errors import A2CError
+from a2c.errors import A2CError, RenamedKeyWarning
 from a2c.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
 from a2c.qa.data.columns import ColumnMap
@@ -181,8 +182,32 @@ def selection_problems(selection: Sequence[SelectionConfig], judges: Sequence[st
         if judge is not None and judge not in judges:
             problems.append(f"{spec.name}: judge {judge!r} is not among the judges {list(judges)}")
         if spec.name == "a2c" and not a2c_enabled:
-            problems.append("a2c picks from the rank choices: it needs Ask-to-Choose (a2c.enabled: true)")
+            problems.append("a2c picks from the rank choices: it needs Ask-to-Choose "
+                            "(ask_to_choose.enabled: true)")
     return problems
+
+
+# config sections renamed since an earlier release: old name → new. "a2c" named the package, the algorithm, a
+# config section, a stage and a selection method; the section and the stage are Ask-to-Choose's now
+RENAMED_SECTIONS: tuple[tuple[str, str], ...] = (("a2c", "ask_to_choose"),)
+
+
+def renamed_keys(data: Any, renamed: Sequence[tuple[str, str]], where: str = "") -> Any:
+    """`data` with each old key under its new name and one warning line naming both; both given is an
+    error (which one is meant?)."""
+    if not isinstance(data, dict) or not any(old in data for old, _ in renamed):
+        return data
+    data = dict(data)
+    for old, new in renamed:
+        if old not in data:
+            continue
+        if new in data:
+            raise ValueError(f"{where}{old} and {where}{new} are both given: {where}{old} is the old name of "
+                             f"{where}{new}; keep {where}{new} only")
+        warnings.warn(f"config key `{where}{old}:` is deprecated, write `{where}{new}:` (read as it)",
+                      RenamedKeyWarning, stacklevel=2)
+        data[new] = data.pop(old)
+    return data
 
 
 class A2CConfig(StrictModel):
@@ -225,10 +250,16 @@ class ExperimentConfig(RunConfig):
     judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec.default("embedding")], min_length=1)
     entropy_judge: str | None = None  # whose decisions cluster answers for the report's entropy; default llm
     accuracy: AccuracyConfig = Field(default_factory=AccuracyConfig)
-    a2c: A2CConfig = Field(default_factory=A2CConfig)
+    # `a2c:` in earlier versions (still read, with a warning: `RENAMED_SECTIONS`)
+    ask_to_choose: A2CConfig = Field(default_factory=A2CConfig)
     # how one answer per question and source is picked, each a name or {name, <options>}: a2c (the default:
     # the majority of the rank choices), usc, medoid, majority_cluster; `random` is always reported
     selection: list[SelectionConfig] = Field(default_factory=lambda: [SelectionConfig.default("a2c")])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_sections(cls, data: Any) -> Any:
+        return renamed_keys(data, RENAMED_SECTIONS)
 
     @field_validator("judges", mode="before")
     @classmethod
@@ -257,9 +288,9 @@ class ExperimentConfig(RunConfig):
         (`[a2c]`, also as a resolved config writes it out) just picks nothing when A2C is off."""
         if len(selection) == 1 and selection[0].name == "a2c" and not selection[0].options:
             return selection
-        if "judges" in info.data and "a2c" in info.data:  # absent: already reported as invalid
+        if "judges" in info.data and "ask_to_choose" in info.data:  # absent: already reported as invalid
             problems = selection_problems(selection, [j.name for j in info.data["judges"]],
-                                          info.data["a2c"].enabled)
+                                          info.data["ask_to_choose"].enabled)
             if problems:
                 raise ValueError("; ".join(problems))
         return selection
@@ -277,7 +308,8 @@ class ExperimentConfig(RunConfig):
     def selection_methods(self) -> list[SelectionConfig]:
         """The methods that pick an answer: as listed, without `random` (always reported, it picks none)
         and without `a2c` when Ask-to-Choose is off."""
-        return [s for s in self.selection if s.name != "random" and (s.name != "a2c" or self.a2c.enabled)]
+        return [s for s in self.selection
+                if s.name != "random" and (s.name != "a2c" or self.ask_to_choose.enabled)]
 
     @property
     def entropy_judge_name(self) -> str:

@@ -46,9 +46,10 @@ def settings_mismatch(calibration: Calibration, model: str, settings: Experiment
     run = calibration.run
     if model != run.model:
         return (f"model: the calibration was fitted on answers of {run.model!r}, these come from {model!r}")
-    current = settings.model_dump(mode="json", include={"variation", "a2c"})
-    for section in ("variation", "a2c"):
-        found = sorted(_differences(run.settings.get(section), current[section], section))
+    current = settings.model_dump(mode="json", include={"variation", "ask_to_choose"})
+    for section, former in (("variation", "variation"), ("ask_to_choose", "a2c")):  # a2c: its earlier name
+        found = sorted(_differences(run.settings.get(section, run.settings.get(former)), current[section],
+                                    section))
         if found:
             return found[0]
     given = {spec.name: _scoring(spec.model_dump(mode="json")) for spec in settings.judges}

@@ -18,10 +18,6 @@ from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, Statistic, nli_weights
 
 NLI_PAIR = ("entail", "contra")
 NLI_GRAPH = "+".join(NLI_PAIR)
-# what tables call each measure: the papers' symbols
-MEASURE_LABELS = {"num_semantic_sets": "U_NumSet", "eigval_laplacian": "U_EigV",
-                  "degree_uncertainty": "U_Deg", "eccentricity": "U_Ecc", "degree_confidence": "C_Deg",
-                  "eccentricity_confidence": "C_Ecc", "kernel_language_entropy": "KLE"}
 
 Matrices = Mapping[str, np.ndarray]  # judge name → the set's matrix
 Inputs = Iterator[tuple[str, np.ndarray]]  # (judge or graph key, what the measure is computed on)
@@ -45,7 +41,8 @@ STATISTICS: Mapping[Statistic, Callable[[Matrices, Mapping[str, Judge]], Inputs]
 
 
 def measure_label(measure: str) -> str:
-    return MEASURE_LABELS.get(measure, measure)
+    """The measure's declared label; the name for one this a2c does not know (an older run's)."""
+    return UNCERTAINTY_MEASURES.get(measure).label if measure in UNCERTAINTY_MEASURES else measure
 
 
 def set_measures(matrices: Matrices, judges: Mapping[str, Judge]
@@ -54,7 +51,7 @@ def set_measures(matrices: Matrices, judges: Mapping[str, Judge]
     answers."""
     per_set: dict[str, dict[str, float | None]] = {}
     per_answer: dict[str, dict[str, list[float] | None]] = {}
-    for name, measure in UNCERTAINTY_MEASURES.items():
+    for name, measure in UNCERTAINTY_MEASURES.items(as_registered=True):  # the order the rows keep
         for key, statistic in STATISTICS[measure.statistic](matrices, judges):
             value = measure.function(statistic)
             if measure.per_answer:

@@ -16,6 +16,7 @@ import numpy as np
 from a2c.data.tables import csv_rows
 from a2c.files import read_text
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
+from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
 from a2c.qa.columns import MetricColumns, UncertaintyColumns, optional
 from a2c.qa.conclusions import conclusions
@@ -31,6 +32,7 @@ from a2c.qa.summary import (
     SelectionSummary,
     answer_groups,
     judge_label,
+    oriented,
     read_summary,
     signal_groups,
 )
@@ -84,6 +86,10 @@ def _arrow(before: float | None, after: float | None, change: Difference | None 
     return f"{fmt(before)} → {fmt(after)} {ARROWS[direction]}" + (f" {bracket}" if bracket else "")
 
 
+def _direction(metric: SetMetric) -> str:
+    return "" if metric.higher_is_better else ", lower = more consistent"
+
+
 def before_after_table(summary: QASummary, *, bounds: bool = False) -> Table:
     """The paper's Table 2/5 layout: rows = method × model; accuracy and consistency, before → after A2C,
     each change with its 95% paired bootstrap interval over questions. Without any references the
@@ -91,14 +97,17 @@ def before_after_table(summary: QASummary, *, bounds: bool = False) -> Table:
     columns (`<column> low`, `<column> high`) for the CSV."""
     sims = summary.similarities if summary.referenced else []
     judges, ent = summary.judges, summary.entropy_judge
+    entropy, cons_lex = SET_METRICS.get("entropy"), SET_METRICS.get("cons_lex")
     columns: list[tuple[str, Callable[[GroupSummary], float | None], Callable[[BeforeAfter], Difference]]] = [
         *[(similarity_label(s), lambda g, s=s: g.accuracy[s].acc.mean, lambda c, s=s: c.accuracy[s])
           for s in sims],
         *[(judge_label(j), lambda g, j=j: g.consistency[j].mean, lambda c, j=j: c.consistency[j])
           for j in judges],
-        (f"Entropy ({judge_label(ent)}, lower = more consistent)", lambda g: g.entropy[ent].mean,
+        (f"{entropy.label} ({judge_label(ent)}{_direction(entropy)})", lambda g: g.entropy[ent].mean,
          lambda c: c.entropy),
-        ("Cons_lex", lambda g: g.cons_lex.mean, lambda c: c.cons_lex)]
+        (f"{cons_lex.label}{_direction(cons_lex)}", lambda g: g.cons_lex.mean, lambda c: c.cons_lex),
+        *[(c.heading, lambda g, k=c.key: g.extra[k].mean, lambda ch, k=c.key: ch.extra[k])
+          for c in summary.computed_columns()]]
     idk_at = len(sims)  # the don't-know share sits right after the accuracy columns
     names = [name for name, _, _ in columns]
     header = ["method", "model", *names[:idk_at], "Don't-know share (A2C)", *names[idk_at:]]
@@ -207,11 +216,16 @@ def read_human_labels(path: Path) -> dict[tuple[str, str, str], list[str]]:
 
 def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, list[float | None]]:
     """One value per (question, method, phase) set for every metric the run computed."""
-    columns: dict[str, list[float | None]] = {"Cons_lex": optional(metrics.cons_lex)}
+    entropy, cons_lex = SET_METRICS.get("entropy"), SET_METRICS.get("cons_lex")
+    columns: dict[str, list[float | None]] = {cons_lex.signed_label: optional(oriented(cons_lex,
+                                                                                       metrics.cons_lex))}
     for j in summary.judges:
         columns[judge_label(j)] = optional(metrics.judge("cons_sem", j))
-    # negated, so that for every column higher means more consistent
-    columns["-Entropy"] = optional(-metrics.judge("entropy", summary.entropy_judge))
+    # oriented, so that for every column higher means more consistent
+    entropy_values = metrics.judge("entropy", summary.entropy_judge)
+    columns[entropy.signed_label] = optional(oriented(entropy, entropy_values))
+    for c in summary.computed_columns():
+        columns[c.signed_label] = optional(oriented(c.metric, metrics.extra(c.key)))
     for s in summary.similarities if summary.referenced else []:
         columns[similarity_label(s).split(" ")[0]] = optional(metrics.accuracy(s))
     return columns
@@ -306,7 +320,8 @@ def plot_rejection(metrics: MetricColumns, summary: QASummary,
     uncertainty measures and per-answer confidences too), before A2C; with the oracle and random baselines
     (what PRR compares)."""
     plt = pyplot()
-    groups = signal_groups(metrics, summary.judges, summary.entropy_judge, uncertainty)
+    groups = signal_groups(metrics, summary.judges, summary.entropy_judge, uncertainty,
+                           summary.computed_columns())
     groups.update({key: g for key, (g, _) in answer_groups(uncertainty).items()})
     fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5.5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):

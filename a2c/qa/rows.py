@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from pydantic import Field
+
 from a2c.metrics.sets import JudgeScores
 from a2c.runfiles import MatricesFile, Row, RowsFile, RunFile
 
@@ -110,6 +112,9 @@ class MetricRow(Row):
     cons_lex: float | None
     judges: dict[str, JudgeScores]
     accuracy: dict[str, Accuracy | None]
+    # the registered metrics the metrics stage computes (`a2c.qa.metric_columns`), by column key; left out
+    # of the file when there are none, so runs without them write what earlier a2c versions wrote
+    extra: dict[str, float | None] = Field(default_factory=dict, exclude_if=lambda extra: not extra)
 
     @property
     def referenced(self) -> bool:

@@ -22,11 +22,13 @@ from a2c.judges.presets import judge_options
 from a2c.llm.config import generator_slice
 from a2c.llm.progress import status
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
+from a2c.metrics.set_metrics import AnswerSet, computed_metrics
 from a2c.paraphrase import paraphrase_questions
 from a2c.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
 from a2c.qa.measures import set_measures
+from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import ask_to_choose
 from a2c.qa.report import REPORT_FILES, write_report
 from a2c.qa.rows import (
@@ -150,7 +152,8 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
     return {"generator": generator_slice(config.generator), "seed": config.seed,
             "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
-            "a2c": config.a2c.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
+            # "a2c": the section's earlier name, kept so folders written before keep their rank prompts
+            "a2c": config.ask_to_choose.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
 
 
 def selection_slice(config: ExperimentConfig) -> Slice:
@@ -171,16 +174,19 @@ def selection_slice(config: ExperimentConfig) -> Slice:
 
 def metrics_slice(config: ExperimentConfig) -> Slice:
     # the summary's schema too: a run folder of an older a2c gets its metrics recomputed, with no model call
-    return {"summary_schema": SUMMARY_SCHEMA, "name": config.name, "model": config.generator.model,
-            "a2c": config.a2c.enabled,
-            "answer_field": config.variation.answer_field,
-            "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
-            "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
-            "entropy_judge": config.entropy_judge_name}
+    settings: Slice = {"summary_schema": SUMMARY_SCHEMA, "name": config.name, "model": config.generator.model,
+                       "a2c": config.ask_to_choose.enabled,
+                       "answer_field": config.variation.answer_field,
+                       "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
+                       "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
+                       "entropy_judge": config.entropy_judge_name}
+    if computed := [name for name, _, _ in computed_metrics()]:  # a newly registered metric recomputes
+        settings["computed_metrics"] = computed
+    return settings
 
 
 def _a2c_enabled(config: ExperimentConfig) -> bool:
-    return config.a2c.enabled
+    return config.ask_to_choose.enabled
 
 
 # -- stages -----------------------------------------------------------------------------------------------
@@ -302,9 +308,10 @@ def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
             ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
             [sets[q.id]["temperature"] for q in chunk], [temperatures[q.id] for q in chunk],
             techniques=cfg.variation.resolved_techniques(), top_p=cfg.variation.top_p,
-            seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.a2c.rank_temperature,
-            max_tokens=cfg.a2c.max_tokens, paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
-            idk_text=cfg.a2c.idk_text)
+            seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.ask_to_choose.rank_temperature,
+            max_tokens=cfg.ask_to_choose.max_tokens,
+            paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
+            idk_text=cfg.ask_to_choose.idk_text)
         yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True) for c in per_question)
 
 
@@ -312,7 +319,7 @@ def run_selection(ctx: QAContext, stats: StageStats) -> None:
     """Every configured method's pick per question and source, batched over the dataset (USC: one
     generate call); the matrices and judges only where a method reads them."""
     choices: dict[tuple[str, Source], list[ChoiceRow]] = {}
-    if ctx.config.a2c.enabled:
+    if ctx.config.ask_to_choose.enabled:
         for row in ctx.store.read_rows(CHOICES):
             choices.setdefault((row.id, row.source), []).append(row)
     with ExitStack() as stack:  # the npz is opened only if a method reads matrices, and read as they do
@@ -360,6 +367,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also each set's
     expected accuracy of a random pick (into `expected`)."""
     judges = ctx.judges()
+    extra = computed_columns(list(judges))
     sims = [spec.name for spec in ctx.config.accuracy.similarities]
     # questions without references have no accuracy: they are left out here, their rows get none
     flat = [(q.id, s, k) for q in chunk if ctx.records[q.id].has_references
@@ -374,14 +382,17 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             per_sim = {sim: [scores[sim][(q.id, s, k)] for k in range(len(texts))] for sim in sims} \
                 if referenced else {}
             accurate = [a.acc == 1.0 for a in per_sim[sims[0]]] if referenced else None
-            per_judge = {}
+            per_judge, judged = {}, {}
             for name, judge in judges.items():
                 m = matrices[(name, s, q.id)]
-                per_judge[name] = judge_scores(m, judge.equivalent(m), accurate)
+                equivalent = judge.equivalent(m)
+                judged[name] = AnswerSet(texts, m, equivalent)
+                per_judge[name] = judge_scores(m, equivalent, accurate)
             accuracy = {sim: _mean_accuracy(values) for sim, values in per_sim.items()}
             rows.append(MetricRow(id=q.id, source=s, phase=phase, n=len(texts),
                                   n_accurate=None if accurate is None else sum(accurate),
-                                  cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy))
+                                  cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy,
+                                  extra=compute_columns(extra, texts, judged)))
             per_set, per_answer_values = set_measures({name: matrices[(name, s, q.id)] for name in judges},
                                                       judges)
             uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=phase, accurate=accurate,
@@ -421,7 +432,7 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     of every selection method's picks, then dataset means (undefined values skipped). Chunk by chunk of
     questions, each written as it is done, with only that chunk's matrices read: what is held for the whole
     run is the answer texts and one expected accuracy per set."""
-    phases = [p for p in PHASES if p == "before" or ctx.config.a2c.enabled]
+    phases = [p for p in PHASES if p == "before" or ctx.config.ask_to_choose.enabled]
     expected: ExpectedAccuracy = {}
     before = _phase_sets(ctx, "before")
     with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
@@ -468,8 +479,9 @@ ANSWERS = Stage("answers", reads=(PARAPHRASES,), writes=(GENERATIONS,), config_s
                 run=run_answers)
 JUDGES_BEFORE = Stage("judges_before", reads=(DATASET, GENERATIONS), writes=(MATRICES["before"],),
                       config_slice=judges_before_slice, run=run_judges_before)
-A2C = Stage("a2c", reads=(DATASET, GENERATIONS), writes=(CHOICES,), config_slice=a2c_slice, run=run_a2c,
-            enabled=_a2c_enabled)
+# "a2c" in earlier versions (the package's name): a folder they wrote keeps its rank prompts
+A2C = Stage("ask_to_choose", reads=(DATASET, GENERATIONS), writes=(CHOICES,), config_slice=a2c_slice,
+            run=run_a2c, enabled=_a2c_enabled, former_names=("a2c",))
 JUDGES_AFTER = Stage("judges_after", reads=(DATASET, CHOICES), writes=(MATRICES["after"],),
                      config_slice=judges_slice, run=run_judges_after, enabled=_a2c_enabled)
 # reads the matrices through the slice of the judges its methods use (`selection_slice`), not the file

@@ -8,22 +8,22 @@ version) is refused with one line naming the command that recomputes it from the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, Literal, cast
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.judges import JUDGES
-from a2c.metrics import mean_defined
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
+from a2c.metrics.set_metrics import SET_METRICS, SetMetric, mean_defined
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.format_following import FormatFollowing, format_following
 from a2c.qa.measures import measure_label
+from a2c.qa.metric_columns import MetricColumn, computed_columns, judge_label
 from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
@@ -62,8 +62,10 @@ class Mean(_Model):
     skipped: int
 
     @classmethod
-    def of(cls, values: Sequence[float | None]) -> Mean:
-        mean, skipped = mean_defined(values)
+    def of(cls, values: Sequence[float | None],
+           aggregate: Callable[[Iterable[float | None]], tuple[float | None, int]] = mean_defined) -> Mean:
+        """`aggregate`: the metric's own (`SetMetric.aggregate`), the mean over defined values by default."""
+        mean, skipped = aggregate(values)
         return cls(mean=mean, skipped=skipped)
 
 
@@ -91,6 +93,8 @@ class GroupSummary(_Model):
     accuracy: dict[str, AccuracyMeans]  # by similarity
     # after A2C: the share of parsed choices that took the "don't know" option (it counts as an answer)
     idk_share: float | None = None
+    # the computed metrics' aggregates by column key (`a2c.qa.metric_columns`); absent when there are none
+    extra: dict[str, Mean] = Field(default_factory=dict, exclude_if=lambda extra: not extra)
 
 
 class SourceCounts(_Model):
@@ -144,6 +148,7 @@ class BeforeAfter(_Model):
     consistency: dict[str, Difference]  # by judge
     entropy: Difference  # of the entropy judge
     cons_lex: Difference
+    extra: dict[str, Difference] = Field(default_factory=dict, exclude_if=lambda extra: not extra)
 
 
 class SelectionSummary(_Model):
@@ -162,24 +167,19 @@ class SelectionSummary(_Model):
     vs_a2c: dict[str, Difference]  # method − a2c (empty for a2c itself, or without a2c)
 
 
-class SignalRow(_Model):
-    """AUROC/PRR of one consistency metric for one source and phase (`a2c.metrics.signal.Signal`). `level`:
-    every answer carries its set's score ("set"), or its own (per-answer confidences, "answer")."""
+class SignalKey(_Model):
+    """Which signal a row holds: one consistency metric for one source and phase. `level`: every answer
+    carries its set's score ("set"), or its own (per-answer confidences, "answer")."""
 
     metric: str
     source: Source
     phase: Phase
     level: Literal["set", "answer"] = "set"
-    sets: int
-    answers: int
-    accurate: int
-    auroc: float | None
-    auroc_ci: tuple[float, float] | None
-    prr: float | None
-    prr_ci: tuple[float, float] | None
-    undefined: str | None
-    bootstrap: int
-    seed: int
+
+
+class SignalRow(Signal, SignalKey):
+    """AUROC/PRR of one signal (`a2c.metrics.signal.Signal`) under its key; the key's fields come first in
+    `summary.json` (pydantic lays out the fields of the last base first)."""
 
 
 class QASummary(_Model):
@@ -211,6 +211,11 @@ class QASummary(_Model):
         """How many questions have references."""
         return self.counts.questions_with_references
 
+    def computed_columns(self) -> list[MetricColumn]:
+        """The computed metrics' columns this summary holds (a metric registered after the run is not)."""
+        held = {key for g in self.groups for key in g.extra}
+        return [c for c in computed_columns(self.judges) if c.key in held]
+
 
 class OldSummaryError(RunFileError):
     """A summary.json this a2c cannot read: written by an older a2c, or damaged."""
@@ -240,6 +245,7 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     the rows are read into columns as they stream by (`a2c.qa.columns`), never held as row objects."""
     metrics = MetricColumns.read(store.iter_rows(METRICS))
     judges = [j.name for j in config.judges]
+    extra = computed_columns(judges)
     sims = [spec.name for spec in config.accuracy.similarities]
     entropy_judge = config.entropy_judge_name
     model = config.generator.model
@@ -270,6 +276,8 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                 entropy={j: mean(metrics.judge("entropy", j)) for j in judges},
                 clusters={j: Mean.of(optional(np.where(answered, metrics.judge("clusters", j)[part],
                                                        math.nan))) for j in judges},
+                extra={c.key: Mean.of(optional(metrics.extra(c.key)[part]), c.metric.aggregate)
+                       for c in extra},
                 # over the questions with references only: the others have no accuracy, not a zero one
                 accuracy={s: AccuracyMeans(**{k: mean(metrics.accuracy(s, k), referenced)
                                               for k in Accuracy.model_fields}) for s in sims},
@@ -286,10 +294,11 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
         counts = counts.model_copy(update={"paraphrases": made, "paraphrases_failed": failed})
     uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY)) if store.exists(UNCERTAINTY.name) \
         else None
-    signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **asdict(result))
+    signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **dict(result))
                    for (name, source, phase, level), result in
-                   consistency_signal(metrics, judges, entropy_judge, uncertainty, seed=config.seed).items()]
-    before_after = before_after_changes(metrics, judges, sims, entropy_judge, seed=config.seed)
+                   consistency_signal(metrics, judges, entropy_judge, uncertainty, seed=config.seed,
+                                      extra=extra).items()]
+    before_after = before_after_changes(metrics, judges, sims, entropy_judge, seed=config.seed, extra=extra)
     del metrics, uncertainty
     scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name)
                                    else ())
@@ -336,7 +345,8 @@ def _last_row(columns: Columns, rows: np.ndarray) -> dict[int, int]:
 
 
 def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similarities: Sequence[str],
-                         entropy_judge: str, *, seed: int = 0) -> list[BeforeAfter]:
+                         entropy_judge: str, *, seed: int = 0, extra: Sequence[MetricColumn] = ()
+                         ) -> list[BeforeAfter]:
     """Every before → after cell's change as a paired difference over the questions that have both
     phases (a set undefined in either phase drops that question from that cell)."""
     out = []
@@ -354,7 +364,8 @@ def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similari
             source=source,
             accuracy={s: change(metrics.accuracy(s)) for s in similarities},
             consistency={j: change(metrics.judge("cons_sem", j)) for j in judges},
-            entropy=change(metrics.judge("entropy", entropy_judge)), cons_lex=change(metrics.cons_lex)))
+            entropy=change(metrics.judge("entropy", entropy_judge)), cons_lex=change(metrics.cons_lex),
+            extra={c.key: change(metrics.extra(c.key)) for c in extra}))
     return out
 
 
@@ -395,25 +406,27 @@ def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
 
 # -- consistency as a signal of correctness ---------------------------------------------------------------
 
-def judge_label(judge: str) -> str:
-    """What tables call a judge (its registry entry's label; the name for one this a2c does not know)."""
-    return JUDGES.get(judge).label if judge in JUDGES else judge
-
-
 def _judge_sign(judge: str) -> float:
     """+1 where a higher score means more consistent, −1 for judges like `contra` (so every score ranks
     answers the same way round: higher = more confident)."""
     return 1.0 if judge not in JUDGES or JUDGES.get(judge).higher_is_consistent else -1.0
 
 
-def signal_scores(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str) -> dict[str, np.ndarray]:
-    """Per set, every consistency metric as a confidence (higher = more consistent; NaN: undefined):
-    Cons_sem per judge, the negated clustering entropy and Cons_lex."""
+def signal_scores(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
+                  extra: Sequence[MetricColumn] = ()) -> dict[str, np.ndarray]:
+    """Per set, every consistency metric as a confidence (higher = more consistent; NaN: undefined),
+    oriented and named by its registry entry: Cons_sem per judge, the negated clustering entropy, Cons_lex,
+    then every computed metric that asks to be ranked."""
+    cons_sem, entropy, cons_lex = (SET_METRICS.get(name) for name in ("cons_sem", "entropy", "cons_lex"))
     columns: dict[str, np.ndarray] = {}
     for j in judges:
-        columns[f"{judge_label(j)} Cons_sem"] = _judge_sign(j) * metrics.judge("cons_sem", j)
-    columns[f"-Entropy ({judge_label(entropy_judge)})"] = -metrics.judge("entropy", entropy_judge)
-    columns["Cons_lex"] = metrics.cons_lex
+        columns[f"{judge_label(j)} {cons_sem.label}"] = _judge_sign(j) * metrics.judge("cons_sem", j)
+    columns[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = oriented(
+        entropy, metrics.judge("entropy", entropy_judge))
+    columns[cons_lex.signed_label] = oriented(cons_lex, metrics.cons_lex)
+    for c in extra:
+        if c.metric.signal:
+            columns[c.signed_label] = oriented(c.metric, metrics.extra(c.key))
     return columns
 
 
@@ -422,14 +435,19 @@ def graph_label(graph: str) -> str:
     return "+".join(judge_label(j) for j in graph.split("+"))
 
 
+def oriented(metric: SetMetric, values: np.ndarray) -> np.ndarray:
+    """A set metric's column oriented so that higher = better (NaN stays NaN)."""
+    return values if metric.higher_is_better else -values
+
+
 def _confidence(measure: str, values: np.ndarray) -> np.ndarray:
     """A measure's values oriented so that higher = more confident."""
-    return cast(np.ndarray, UNCERTAINTY_MEASURES[measure].as_confidence(values))
+    return cast(np.ndarray, UNCERTAINTY_MEASURES.get(measure).as_confidence(values))
 
 
 def uncertainty_name(measure: str, graph: str) -> str:
     """What the signal table calls a per-set measure of a judge (or graph) as a confidence: `-U_Deg (...)`."""
-    sign = "-" if UNCERTAINTY_MEASURES[measure].kind == "uncertainty" else ""
+    sign = "-" if UNCERTAINTY_MEASURES.get(measure).kind == "uncertainty" else ""
     return f"{sign}{measure_label(measure)} ({graph_label(graph)})"
 
 
@@ -461,12 +479,14 @@ def _grouped(columns: Mapping[str, np.ndarray], rows: Columns, answers: np.ndarr
 
 
 def signal_groups(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
-                  uncertainty: UncertaintyColumns | None = None) -> dict[Key, Groups]:
+                  uncertainty: UncertaintyColumns | None = None, extra: Sequence[MetricColumn] = ()
+                  ) -> dict[Key, Groups]:
     """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
     `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target.
     Cons_sem, entropy and Cons_lex from `metrics.jsonl`, the per-set uncertainty measures from
     `uncertainty.jsonl`."""
-    groups = _grouped(signal_scores(metrics, judges, entropy_judge), metrics, metrics.n, metrics.n_accurate)
+    groups = _grouped(signal_scores(metrics, judges, entropy_judge, extra), metrics, metrics.n,
+                      metrics.n_accurate)
     if uncertainty is not None:
         groups.update(_grouped(uncertainty_scores(uncertainty), uncertainty, uncertainty.answers_n,
                                uncertainty.accurate_n))
@@ -496,13 +516,14 @@ def answer_groups(uncertainty: UncertaintyColumns | None) -> dict[Key, tuple[Gro
 
 
 def consistency_signal(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
-                       uncertainty: UncertaintyColumns | None = None, *, seed: int = 0
+                       uncertainty: UncertaintyColumns | None = None, *, seed: int = 0,
+                       extra: Sequence[MetricColumn] = ()
                        ) -> dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal]:
     """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase, set-level and
     (for per-answer confidences) answer-level; empty without references."""
     out: dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal] = {
         (*key, "set"): signal(g, seed=seed)
-        for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty).items()}
+        for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty, extra).items()}
     for key, (g, sets) in answer_groups(uncertainty).items():
         out[(*key, "answer")] = signal(g, seed=seed, clusters=sets)
     return out

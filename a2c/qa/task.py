@@ -55,8 +55,8 @@ def _summary(store: Store) -> QASummary:
 
 
 def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
-    """A metric row as one flat dict (`<judge>_cons_sem`, `<similarity>_acc`, ...); a question without
-    references has no accuracy keys (absent, not zero)."""
+    """A metric row as one flat dict (`<judge>_cons_sem`, `<similarity>_acc`, a computed metric's column
+    key, ...); a question without references has no accuracy keys (absent, not zero)."""
     flat: dict[str, Any] = {"id": row.id, "question": questions.get(row.id), "source": row.source,
                             "phase": row.phase, "n": row.n, "n_accurate": row.n_accurate,
                             "cons_lex": row.cons_lex}
@@ -64,6 +64,7 @@ def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
         flat.update({f"{judge}_{k}": v for k, v in asdict(scores).items()})
     for sim, acc in row.accuracy.items():
         flat.update({f"{sim}_{k}": getattr(acc, k) if acc else None for k in Accuracy.model_fields})
+    flat.update(row.extra)  # the registered metrics the run computed, by column key
     return flat
 
 

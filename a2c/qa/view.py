@@ -20,8 +20,10 @@ import numpy as np
 from a2c.judges import Judge, build_judge
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics.consistency import semantic_clusters
+from a2c.metrics.set_metrics import SET_METRICS
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
+from a2c.qa.metric_columns import computed_columns, judge_label
 from a2c.qa.rank import majority_vote
 from a2c.qa.report import METHOD_LABELS
 from a2c.qa.rows import (
@@ -41,7 +43,6 @@ from a2c.qa.rows import (
     Source,
 )
 from a2c.qa.scoring import score_answers, similarity_label
-from a2c.qa.summary import judge_label
 from a2c.reporting import Table
 from a2c.runfiles import MatrixSet, R, RowsFile
 from a2c.store import Store
@@ -202,6 +203,7 @@ def _list_row(run: _Run, qid: str) -> dict[str, Cell]:
         row.update({f"{at}.acc.{s}": a.acc if (a := m.accuracy.get(s)) else None for s in m.accuracy})
         row.update({f"{at}.cons_sem.{j}": scores.cons_sem for j, scores in m.judges.items()})
         row[f"{at}.entropy"] = m.judges[entropy_judge].entropy if entropy_judge in m.judges else None
+        row.update({f"{at}.extra.{key}": value for key, value in m.extra.items()})
     return row
 
 
@@ -219,8 +221,10 @@ def _columns(run: _Run, rows: Sequence[dict[str, Cell]]) -> tuple[Column, ...]:
     if run.paraphrases:
         columns.append(Column("failed_paraphrase", "failed paraphrases", "flag"))
     metrics = [(f"acc.{s.name}", _similarity(s.name)) for s in run.config.accuracy.similarities]
-    metrics += [(f"cons_sem.{j.name}", f"{judge_label(j.name)} Cons_sem") for j in run.config.judges]
-    metrics.append(("entropy", f"Entropy ({judge_label(run.config.entropy_judge_name)})"))
+    cons_sem, entropy = SET_METRICS.get("cons_sem"), SET_METRICS.get("entropy")
+    metrics += [(f"cons_sem.{j.name}", f"{judge_label(j.name)} {cons_sem.label}") for j in run.config.judges]
+    metrics.append(("entropy", f"{entropy.label} ({judge_label(run.config.entropy_judge_name)})"))
+    metrics += [(f"extra.{c.key}", c.label) for c in computed_columns([j.name for j in run.config.judges])]
     for source in SOURCES:
         columns += [Column(f"{source}.{phase}.{key}", f"{label} {phase}", "number", METHOD_LABELS[source])
                     for key, label in metrics for phase in PHASES if f"{source}.{phase}.{key}" in present]
@@ -336,7 +340,7 @@ def _rank_prompts(run: _Run, qid: str) -> tuple[Section, ...]:
     summary = (f"A2C's answer (the majority over {len(parsed)} parsed of {len(chosen)} choices"
                + (f", vote share {share:.2f}" if share is not None else "") + f"): {after or 'none'}. "
                f"The majority over the answers before A2C: {before or 'none'}.")
-    idk = run.config.a2c.idk_text
+    idk = run.config.ask_to_choose.idk_text
     first = run.config.accuracy.similarities[0].name if run.scores else None
     header = ["prompt", "question shown", "temperature", "options", "raw reply", "read as", "chosen",
               *([_similarity(first)] if first else [])]

@@ -94,7 +94,7 @@ class AskToChoose:
         # checked against the judges when they are known (`answer_many`)
         methods = [_selection_spec(s) for s in selection]
         self.config = ExperimentConfig(name="ask-to-choose", seed=seed, variation=variation,
-                                       a2c=a2c).model_copy(update={"selection": methods})
+                                       ask_to_choose=a2c).model_copy(update={"selection": methods})
         if any(s.name == RANDOM for s in methods):
             raise SelectionError("selection method 'random' picks no answer: it is the expected accuracy "
                                  "of a uniformly drawn candidate, which a run reports")
@@ -133,7 +133,8 @@ class AskToChoose:
         if judges:
             update["judges"] = list(judges)
         config = self.config.model_copy(update=update)
-        problems = selection_problems(config.selection, [j.name for j in config.judges], config.a2c.enabled)
+        problems = selection_problems(config.selection, [j.name for j in config.judges],
+                                      config.ask_to_choose.enabled)
         if problems:
             raise SelectionError("; ".join(problems))
         methods = config.selection_methods

@@ -21,12 +21,13 @@ from a2c.errors import A2CError
 from a2c.files import parse_yaml, read_text
 from a2c.llm import GeneratorConfig, validate_generator
 from a2c.qa.calibration import Calibration
-from a2c.qa.config import ExperimentConfig
+from a2c.qa.config import RENAMED_SECTIONS, ExperimentConfig, renamed_keys
 from a2c.qa.decide import settings_mismatch
 from a2c.registry import UnknownNameError
 from a2c.tasks import DEFAULT_TASK, TASKS, supporting
 
-SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "a2c")  # per request
+# per request
+SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "ask_to_choose")
 FILE_KEYS: tuple[str, ...] = ("task", "generator", "server", *SETTING_KEYS)
 
 
@@ -123,6 +124,10 @@ def read_serve_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ServeConfigError(f"{path}: expected a mapping of sections ({', '.join(FILE_KEYS)})")
+    try:
+        data = renamed_keys(data, RENAMED_SECTIONS)
+    except ValueError as exc:
+        raise ServeConfigError(f"{path}: {exc}") from None
     unknown = [k for k in data if k not in FILE_KEYS]
     if unknown:
         raise ServeConfigError(f"{path}: {unknown[0]}: unknown key; sections are {', '.join(FILE_KEYS)}")

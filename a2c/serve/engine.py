@@ -70,7 +70,8 @@ class Answered:
 def wrapper(generator: Generator, settings: ExperimentConfig,
             calibration: Calibration | None = None) -> AskToChoose:
     """`AskToChoose` with every answer setting of a run config, reply budgets included."""
-    return AskToChoose(generator, variation=settings.variation, a2c=settings.a2c, seed=settings.seed,
+    return AskToChoose(generator, variation=settings.variation, a2c=settings.ask_to_choose,
+                       seed=settings.seed,
                        calibration=calibration)
 
 

@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from a2c.components import expand
 from a2c.judges import JUDGES
-from a2c.qa.config import A2CConfig, ExperimentConfig, TechniqueConfig, VariationConfig
+from a2c.qa.config import (
+    RENAMED_SECTIONS,
+    A2CConfig,
+    ExperimentConfig,
+    TechniqueConfig,
+    VariationConfig,
+    renamed_keys,
+)
 from a2c.serve.config import SETTING_KEYS, ServerOptions, SettingsError, answer_settings, describe
 
 _CLOSED = ConfigDict(extra="forbid", strict=True)
@@ -50,7 +57,7 @@ A2C_KEYS = tuple(k for k in A2CConfig.model_fields if k != "enabled")  # a serve
 _SECTIONS: dict[str, Any] = {  # the `a2c` object's keys (SETTING_KEYS), each optional
     "seed": (int | None, None),
     "variation": (_optional_fields(VariationConfig, VARIATION_KEYS) | None, None),
-    "a2c": (_optional_fields(A2CConfig, A2C_KEYS) | None, None),
+    "ask_to_choose": (_optional_fields(A2CConfig, A2C_KEYS) | None, None),
     "judges": (list[JudgeName] | None, None),
     "entropy_judge": (str | None, None),
 }
@@ -60,10 +67,10 @@ RequestSettings: type[BaseModel] = create_model("RequestSettings", __config__=_C
 _MAY_SET: dict[tuple[str, ...], str] = {
     (): ", ".join(SETTING_KEYS),
     ("variation",): ", ".join(VARIATION_KEYS),
-    ("a2c",): ", ".join(A2C_KEYS),
+    ("ask_to_choose",): ", ".join(A2C_KEYS),
     ("variation", "techniques"): f"a built-in name, or {', '.join(TechniqueConfig.model_fields)}",
 }
-_MERGED = ("variation", "a2c")  # sections a request sets key by key on top of the server's
+_MERGED = ("variation", "ask_to_choose")  # sections a request sets key by key on top of the server's
 
 # bounded settings → the server option that bounds them
 BOUNDS: dict[tuple[str, str], str] = {
@@ -71,7 +78,7 @@ BOUNDS: dict[tuple[str, str], str] = {
     ("variation", "paraphrase_max_tokens"): "max_tokens",
     ("variation", "long_max_tokens"): "max_tokens",
     ("variation", "short_max_tokens"): "max_tokens",
-    ("a2c", "max_tokens"): "max_tokens",
+    ("ask_to_choose", "max_tokens"): "max_tokens",
 }
 
 
@@ -124,7 +131,8 @@ def _allowed(given: dict[str, Any], where: str, judges: Sequence[str],
 
 def override(defaults: ExperimentConfig, given: Any, where: str = "a2c",
              limits: ServerOptions | None = None) -> ExperimentConfig:
-    """The server's settings with a request's `a2c` object on top: `variation` and `a2c` key by key, judges
+    """The server's settings with a request's `a2c` object on top: `variation` and `ask_to_choose` key by
+    key (`a2c`, its earlier name, still read), judges
     by name from the server's own (with the server's options), the rest replaced. Judges given without
     `entropy_judge` also reset it (the old one may not be among them). With `limits`, the result is held to
     the server's bounds."""
@@ -132,6 +140,10 @@ def override(defaults: ExperimentConfig, given: Any, where: str = "a2c",
         return defaults
     if not isinstance(given, dict):
         raise SettingsError(f"{where}: expected an object of settings ({', '.join(SETTING_KEYS)})", where)
+    try:
+        given = renamed_keys(given, RENAMED_SECTIONS, f"{where}.")
+    except ValueError as exc:
+        raise SettingsError(str(exc), where) from None
     server_judges = {spec.name: spec.model_dump(mode="json") for spec in defaults.judges}
     values = _allowed(given, where, list(server_judges), limits)
     merged = defaults.model_dump(mode="json", include=set(SETTING_KEYS))
@@ -163,7 +175,7 @@ def model_calls(settings: ExperimentConfig) -> int:
     techniques, sampled = len(var.techniques), len(var.temperatures) * var.samples
     candidates = techniques + sampled
     calls = 2 * techniques + 2 * candidates
-    if settings.a2c.enabled:
+    if settings.ask_to_choose.enabled:
         calls += 2 * techniques + candidates
     for spec in settings.judges:
         if JUDGES.get(spec.name).takes_run_generator:

@@ -3,7 +3,7 @@
 `on_files` (an mkdocs hook, see mkdocs.yml) adds three generated pages: the CLI from `a2c.cli.build_parser`,
 the configuration from the pydantic models' JSON schemas (a field's description is its `description=` or,
 where the code keeps it as a comment on the field's line, that comment), and the registries from
-`a2c.registry.Registry` objects and `UNCERTAINTY_MEASURES`. `tests/test_docs_reference.py` checks that every
+`a2c.registry.Registry` objects. `tests/test_docs_reference.py` checks that every
 flag, field and registry name appears in them.
 """
 
@@ -270,9 +270,9 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     from a2c.classification.perturbations import PERTURBATIONS
     from a2c.judges.base import JUDGES
     from a2c.llm.config import GENERATOR_CONFIGS
+    from a2c.metrics.set_metrics import SET_METRICS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
     from a2c.qa.data import DATASETS
-    from a2c.qa.measures import measure_label
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
     from a2c.tasks import TASKS
@@ -288,8 +288,12 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
            [(n, f"{m.label}: {_first_line(vars(m.options).get('__doc__'))}".rstrip(": "))
             for n, m in SELECTION_METHODS.items()])
     yield ("Uncertainty measures (report and `selection`)", "a2c.metrics.uncertainty.UNCERTAINTY_MEASURES",
-           [(n, f"{measure_label(n)} ({m.kind}, from {m.statistic} matrices): "
+           [(n, f"{m.label} ({m.kind}, from {m.statistic} matrices): "
                 f"{_first_line(m.function.__doc__)}") for n, m in UNCERTAINTY_MEASURES.items()])
+    yield ("Set metrics (summary, report, signal table, `a2c compare`)",
+           "a2c.metrics.set_metrics.SET_METRICS",
+           [(n, f"{m.label} (per {m.per}, {'higher' if m.higher_is_better else 'lower'} is better"
+                f"{'' if m.signal else ', not ranked as a signal'})") for n, m in SET_METRICS.items()])
     yield ("Accuracy similarities (`accuracy.similarities:`)", "a2c.qa.scoring.SIMILARITIES",
            [(n, s.label) for n, s in SIMILARITIES.items()])
     yield ("Datasets (`dataset.name:`)", "a2c.qa.data.DATASETS",

@@ -77,7 +77,7 @@ class _Tally:
         self.positioned += 1
         self.picks[choice.option] += 1
         for k, option in enumerate(choice.options):
-            share = pool.count(normalize(option)) / len(pool)  # options normalised once, not per candidate
+            share = pool.count(normalize(option)) / len(pool)  # normalised once, not once per candidate
             if k < len(self.shares):
                 self.shares[k] += share
             else:

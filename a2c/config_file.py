@@ -22,16 +22,22 @@ def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:
     """A config file, validated, and its local data file read through (encoding, columns, every row):
     a bad config or data file fails here, before a run folder, a cache or a model is touched. Its relative
     paths are read from its folder (`paths_from_file=False`: from the working folder, for a run's stored
-    config, whose paths were resolved when it was written; a key it holds under an earlier release's name
-    is read without a warning: the next run writes it anew, there is nothing for the user to edit)."""
+    config: `parse_stored_config`)."""
     path = Path(path)
     text = read_text(path, ConfigError, what="config file", hint="a config is YAML text: save it as UTF-8")
-    with warnings.catch_warnings():
-        if not paths_from_file:
-            warnings.simplefilter("ignore", RenamedKeyWarning)
-        config = parse_config(text, str(path), path.parent if paths_from_file else None)
+    config = (parse_config(text, str(path), path.parent) if paths_from_file
+              else parse_stored_config(text, str(path)))
     task_of(config).check_data(config)
     return config
+
+
+def parse_stored_config(text: str, source: str) -> RunConfig:
+    """A run folder's own stored config: its paths were resolved when it was written, and a key it holds
+    under an earlier release's name is read without a warning (the next run writes it anew; there is
+    nothing for the user to edit)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RenamedKeyWarning)
+        return parse_config(text, source)
 
 
 def parse_config(text: str, source: str = "<config>", folder: Path | None = None) -> RunConfig:

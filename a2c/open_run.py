@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.config import RunConfig
-from a2c.config_file import parse_config
+from a2c.config_file import parse_stored_config
 from a2c.errors import A2CError
 from a2c.store import RunFolder
 from a2c.tasks import OpenedRun, TaskSpec, task_of
@@ -48,7 +48,7 @@ def stored_run(path: Path) -> StoredRun:
     folder = RunFolder(path)
     if not folder.exists(CONFIG_FILE):
         raise RunFolderError(f"{path} holds no a2c run ({CONFIG_FILE} is missing); run `a2c run` first")
-    config = parse_config(folder.read_text(CONFIG_FILE), folder.where(CONFIG_FILE))
+    config = parse_stored_config(folder.read_text(CONFIG_FILE), folder.where(CONFIG_FILE))
     return StoredRun(folder, config, task_of(config))
 
 

@@ -72,5 +72,5 @@ def test_ask_to_choose_answer_reports_progress_only_when_asked(capsys):
     assert capsys.readouterr().err == ""
     loud = chooser.answer("How many legs does a spider have?", progress=True)
     err = capsys.readouterr().err
-    assert "[1/3] variation: started" in err and "[3/3] a2c: done in" in err
+    assert "[1/3] variation: started" in err and "[3/3] ask_to_choose: done in" in err
     assert loud.answer == quiet.answer  # the same answer, told as it goes

@@ -23,7 +23,7 @@ SCRIPTED = ["--backend", "scripted", "--model", "scripted:1|2|Paris|Rome\nMadrid
             "exact", "--no-cache"]
 # probe runs the run's stages, the judge's too: one line as each starts and one as it ends
 STAGE_LINES = ["[1/4] variation: started", "[1/4] variation: done in", "[2/4] answers: started",
-               "[2/4] answers: done in", "[3/4] a2c: started", "[3/4] a2c: done in",
+               "[2/4] answers: done in", "[3/4] ask_to_choose: started", "[3/4] ask_to_choose: done in",
                "[4/4] judges_before: started", "[4/4] judges_before: done in"]
 
 
@@ -278,9 +278,10 @@ def test_the_wrapper_with_progress_moves_a_bar_every_decoding_step(recorder, cap
     wrapper = AskToChoose(CachedGenerator(Stepping()), temperatures=[0.5])
     wrapper.answer("Where is the Eiffel Tower?", progress=True)
     shown = [bar for bar in recorder.made if bar.shown]
-    assert {bar.desc for bar in shown} == {"variation: generate", "answers: generate", "a2c: generate"}
+    assert {bar.desc for bar in shown} == {"variation: generate", "answers: generate",
+                                           "ask_to_choose: generate"}
     assert all(sum(1 for step in bar.steps if step) > 1 for bar in shown)  # moved within its one batch
-    assert "[3/3] a2c: done in" in capsys.readouterr().err
+    assert "[3/3] ask_to_choose: done in" in capsys.readouterr().err
     recorder.made.clear()
     wrapper.answer("Where is the Eiffel Tower?")
     assert not any(bar.shown for bar in recorder.made) and capsys.readouterr().err == ""

@@ -20,10 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from a2c.calibration_maps import fit_map
-from a2c.config_file import load_config
+from a2c.metrics.calibration_maps import fit_map
 from a2c.metrics.selective import aurc, coverage_at_risk, expected_calibration_error
-from a2c.pipeline import RunFolder
 from a2c.qa.calibration import (
     CalibrationError,
     Units,
@@ -38,6 +36,8 @@ from a2c.qa.calibration import (
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import SOURCES
 from a2c.qa.summary import judge_label
+from a2c.run.config_file import load_config
+from a2c.run.pipeline import RunFolder
 
 METHOD = "isotonic"
 

@@ -92,10 +92,10 @@ def main() -> int:
     import vllm
 
     from a2c.cli.run import apply_overrides
-    from a2c.config_file import load_config
     from a2c.llm import build_generator
-    from a2c.pipeline import run_experiment
-    from a2c.prompts import load_template
+    from a2c.prompting.prompts import load_template
+    from a2c.run.config_file import load_config
+    from a2c.run.pipeline import run_experiment
 
     config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
                              dataset_path=args.dataset_path)

@@ -26,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from a2c.cache import Cache
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig
-from a2c.prompts import load_template
+from a2c.prompting.prompts import load_template
 from a2c.qa.variation import temperature_tasks
+from a2c.system.cache import Cache
 
 TEMPERATURES = (0.0, 0.5, 1.0, 1.5)
 

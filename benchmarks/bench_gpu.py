@@ -40,9 +40,9 @@ from typing import Any
 
 import yaml
 
-from a2c.devices import resolve_device
 from a2c.llm.convert import prepared_dir
 from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.system.devices import resolve_device
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD_RESULT = "LOAD_RESULT "
@@ -86,10 +86,10 @@ def load_once(device: str) -> dict[str, Any]:
 @contextmanager
 def timed_calls(parts: dict[str, float]) -> Iterator[None]:
     """Seconds of each `from_pretrained` the load makes (config, tokenizer, weights), keyed by loader."""
-    import a2c.hub
     import a2c.llm.transformers_backend as backend_module
+    import a2c.system.hub
 
-    original = a2c.hub.from_pretrained
+    original = a2c.system.hub.from_pretrained
 
     def timed(loader: Any, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -226,8 +226,8 @@ def similarities() -> list[str]:
 def slice_config(args: argparse.Namespace, device: str, tmp: Path) -> Any:
     """The paper-protocol config with the transformers backend, offline judges and the given sizes; every
     path absolute, so the run does not depend on the working folder."""
-    from a2c.config_file import parse_config
-    from a2c.tasks import task_of
+    from a2c.run.config_file import parse_config
+    from a2c.run.tasks import task_of
 
     data = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     data["dataset"]["path"] = str(args.csv.resolve())
@@ -245,7 +245,7 @@ def slice_config(args: argparse.Namespace, device: str, tmp: Path) -> Any:
 
 def run_slice(args: argparse.Namespace, device: str) -> dict[str, Any]:
     from a2c.llm import build_generator
-    from a2c.pipeline import run_experiment
+    from a2c.run.pipeline import run_experiment
 
     with tempfile.TemporaryDirectory() as tmp:
         config = slice_config(args, device, Path(tmp))
@@ -277,7 +277,7 @@ def run_slice(args: argparse.Namespace, device: str) -> dict[str, Any]:
 def sampler_prompts(csv_path: Path, count: int, max_tokens: int, temperature: float, top_p: float
                     ) -> list[Any]:
     from a2c.llm import GenerationRequest
-    from a2c.prompts import load_template
+    from a2c.prompting.prompts import load_template
 
     with csv_path.open(newline="", encoding="utf-8") as f:
         questions = [row["Question"] for row in csv.DictReader(f)]

@@ -41,10 +41,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from a2c.common.text import normalize
 from a2c.judges import build_judge
 from a2c.judges.hf import label_index
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv
-from a2c.text import normalize
 
 DEFAULT_CSV = Path("..") / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
 

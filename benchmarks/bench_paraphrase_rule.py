@@ -1,6 +1,6 @@
 """What the paraphrase rule (a paraphrase of a question stays a question of the same type and states no
 reference answer) does to a run: failed paraphrases, consistency and accuracy, with the rule and with the
-form checks alone (`a2c.paraphrase_checks.RULE_VERSION` 1).
+form checks alone (`a2c.prompting.paraphrase_checks.RULE_VERSION` 1).
 
 Run: `.venv-vllm/bin/python benchmarks/bench_paraphrase_rule.py [--config experiments/truthfulqa-a2c.yaml]
 [--limit 64]` from the repository root. Both runs go into temporary folders in one process on one loaded
@@ -27,11 +27,11 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=64, help="questions to run (default 64)")
     args = parser.parse_args()
 
-    import a2c.paraphrase
+    import a2c.prompting.paraphrase
     from a2c.cli.run import apply_overrides
-    from a2c.config_file import load_config
-    from a2c.pipeline import run_experiment
     from a2c.qa.task import headline
+    from a2c.run.config_file import load_config
+    from a2c.run.pipeline import run_experiment
 
     config = apply_overrides(load_config(args.config), limit=None, no_cache=False,
                              dataset_path=args.dataset_path)
@@ -44,7 +44,7 @@ def main() -> int:
             if rule == "with the rule":
                 results[rule] = run_experiment(run, progress=False)
             else:  # rule version 1: no question, type or reference check
-                with mock.patch.object(a2c.paraphrase, "question_problem", lambda *_, **__: None):
+                with mock.patch.object(a2c.prompting.paraphrase, "question_problem", lambda *_, **__: None):
                     results[rule] = run_experiment(run, progress=False)
     for rule, result in results.items():
         counts = result.summary.counts

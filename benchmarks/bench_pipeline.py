@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from a2c.cli.run import apply_overrides
-from a2c.config_file import load_config
 from a2c.llm import build_generator
-from a2c.pipeline import run_experiment
+from a2c.run.config_file import load_config
+from a2c.run.pipeline import run_experiment
 
 
 def main() -> int:

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from a2c.llm.base import GenerationRequest, Message
 from a2c.llm.render import prompt_text
-from a2c.paraphrase import DEFAULT_TECHNIQUES, paraphrase_messages
-from a2c.prompts import PAD_LINE, load_template
+from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES, paraphrase_messages
+from a2c.prompting.prompts import PAD_LINE, load_template
 from a2c.qa.rank import RankOptions, rank_request
 from a2c.qa.usc import Responses, usc_request
 

@@ -45,15 +45,15 @@ def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float
 
 def child(n: int, root: Path, result: Path) -> None:
     """One size, in this (fresh) process: the run, then `a2c score` and `a2c view` on it."""
-    import a2c.stage
+    import a2c.run.stage
     from a2c.cli import main as cli_main
-    from a2c.pipeline import run_experiment
     from a2c.qa.rows import GENERATIONS
-    from a2c.store import RunFolder
+    from a2c.run.pipeline import run_experiment
+    from a2c.run.store import RunFolder
     from tests.scale_runs import result_digests, scale_config
 
     stages: dict[str, dict[str, float]] = {}
-    run_stage = a2c.stage.run_stage
+    run_stage = a2c.run.stage.run_stage
 
     def timed(ctx: Any, stage: Any, decision: Any) -> Any:
         before = _usage()
@@ -61,7 +61,7 @@ def child(n: int, root: Path, result: Path) -> None:
         stages[stage.name] = _delta(_usage(), before)
         return stats
 
-    a2c.stage.run_stage = timed  # run_stages calls it by its module name
+    a2c.run.stage.run_stage = timed  # run_stages calls it by its module name
     started = _usage()
     config = scale_config(root, n)
     run_experiment(config, progress=False)

@@ -159,8 +159,8 @@ class LlamaServer:
         import subprocess
         import sys
 
-        from a2c.devices import free_cores
         from a2c.llm.embedded import DEFAULT_MODEL, embedded_gguf
+        from a2c.system.devices import free_cores
 
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"

@@ -2,10 +2,10 @@
 
 Floors, top to bottom: the facade (`a2c`, `a2c.choose`, `a2c.scoring`, the CLI, the server and the
 inspect_ai / lm-eval integrations), the wings (one task each: the packages the task registry's entries
-live in, `a2c.qa` and `a2c.classification`), the runner (`a2c.config`, `a2c.stage`, `a2c.tasks`,
-`a2c.pipeline`, `a2c.open_run`) and the components below it (llm, judges, metrics, data and the small
-shared modules). A wing never imports another wing; the core never imports a wing or the facade, and
-names no wing except where the task registry registers it; the components never import the runner.
+live in, `a2c.qa` and `a2c.classification`), the runner (`a2c.settings.config`, `a2c.run.stage`,
+`a2c.run.tasks`, `a2c.run.pipeline`, `a2c.run.open_run`) and the components below it (llm, judges, metrics,
+data and the small shared modules). A wing never imports another wing; the core never imports a wing or the
+facade, and names no wing except where the task registry registers it; the components never import the runner.
 Imports inside functions count (a function-level import must not dodge a circle), and so do imports
 under `if TYPE_CHECKING:` (two modules that name each other's types are still read back and forth).
 No circle either between the modules and sub-packages of any package (`a2c`, `a2c.qa`, ...).
@@ -23,8 +23,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "a2c"
 FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view", "a2c.inspect",
           "a2c.lmeval")
-RUNNER = ("a2c.config", "a2c.config_file", "a2c.stage", "a2c.tasks", "a2c.pipeline",
-          "a2c.open_run")
+RUNNER = ("a2c.settings.config", "a2c.run.config_file", "a2c.run.stage", "a2c.run.tasks", "a2c.run.pipeline",
+          "a2c.run.open_run")
 COMPONENTS = ("a2c.llm", "a2c.judges", "a2c.metrics", "a2c.data")
 # a2c.data's names of 0.1 resolve into the wing with a DeprecationWarning (PEP 562): the one way from the
 # core into a wing, gone with those aliases
@@ -37,7 +37,7 @@ def _source(module: str) -> Path:
 
 def _registered_wings() -> tuple[str, ...]:
     """The packages of the task registry's entries (`TASKS.register_lazy("qa", "a2c.qa.task:TASK")`)."""
-    tree = ast.parse(_source("a2c.tasks").read_text(encoding="utf-8"))
+    tree = ast.parse(_source("a2c.run.tasks").read_text(encoding="utf-8"))
     targets = [node.args[1].value for node in ast.walk(tree)
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                and node.func.attr == "register_lazy" and isinstance(node.args[1], ast.Constant)]
@@ -173,7 +173,7 @@ def test_the_core_names_no_wing():
         if _facade(module) or _under(module, WINGS) or module in {s for s, _ in DEPRECATED_ALIASES}:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if module == "a2c.tasks" and re.match(r"TASK(S|_CONFIGS)\.register_lazy\(", line):
+            if module == "a2c.run.tasks" and re.match(r"TASK(S|_CONFIGS)\.register_lazy\(", line):
                 continue
             named += [f"{module}:{number}: {wing}" for wing in WINGS
                       if re.search(rf"{re.escape(wing)}\b", line)]
@@ -204,11 +204,11 @@ def test_a_circle_between_sub_packages_is_found():
 
 
 @pytest.mark.parametrize(("source", "target", "why"), [
-    ("a2c.stage", "a2c.qa.config", "core imports a wing"),
+    ("a2c.run.stage", "a2c.qa.config", "core imports a wing"),
     ("a2c.qa.stages", "a2c.classification.rows", "a wing imports another wing"),
-    ("a2c.judges.llm", "a2c.pipeline", "a component imports the runner"),
+    ("a2c.judges.llm", "a2c.run.pipeline", "a component imports the runner"),
     ("a2c.metrics.signal", "a2c.cli.probe", "imports the facade"),
-    ("a2c.qa.stages", "a2c.stage", None),
+    ("a2c.qa.stages", "a2c.run.stage", None),
     ("a2c.choose", "a2c.qa.rank", None),
 ])
 def test_the_rules_catch_what_they_should(source, target, why):
@@ -221,11 +221,11 @@ def test_cycles_are_found():
 
 
 def test_the_stage_machinery_knows_no_generation_backend():
-    """`a2c.stage` builds generators through `a2c.llm` and keys stages by what they read; what a backend's
+    """`a2c.run.stage` builds generators through `a2c.llm` and keys stages by what they read; what a backend's
     settings change in its outputs (`generator_slice`) is the generator config's business."""
-    assert import_graph()["a2c.stage"] <= {  # progress: the bars and status lines, no backend
-        "a2c.config", "a2c.llm", "a2c.llm.progress", "a2c.runfiles", "a2c.store"}
-    text = _source("a2c.stage").read_text(encoding="utf-8").lower()
+    assert import_graph()["a2c.run.stage"] <= {  # progress: the bars and status lines, no backend
+        "a2c.settings.config", "a2c.llm", "a2c.llm.progress", "a2c.run.runfiles", "a2c.run.store"}
+    text = _source("a2c.run.stage").read_text(encoding="utf-8").lower()
     backends = ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
     named = [name for name in backends if name in text]
     assert named == []
@@ -277,8 +277,8 @@ CATALOGS = {"a2c.llm.embedded.EMBEDDED_MODELS"}
 
 
 def test_components_are_registered_only_through_a_registry():
-    """Names map to components in `a2c.registry.Registry` instances only (label, options, lazy import and
-    the base-class check in one place), never in a module-level dict kept beside the code."""
+    """Names map to components in `a2c.common.registry.Registry` instances only (label, options, lazy import
+    and the base-class check in one place), never in a module-level dict kept beside the code."""
     found = [f"{module}.{name}" for module, path in _modules().items()
              for name in hand_kept_registries(path.read_text(encoding="utf-8"))]
     assert sorted(set(found) - CATALOGS) == []
@@ -298,7 +298,7 @@ def test_registries_are_declared_at_module_level_with_their_kind():
     """`NAME: Registry[...] = Registry(...)`: the reference pages find every registry by this form."""
     loose = []
     for module, path in _modules().items():
-        if module == "a2c.registry":
+        if module == "a2c.common.registry":
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.cache import Cache, CacheError, NoCache, make_key, open_cache
+from a2c.system.cache import Cache, CacheError, NoCache, make_key, open_cache
 
 BATCH = 50
 

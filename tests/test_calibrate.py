@@ -14,11 +14,11 @@ from a2c.choose import AskToChoose, CalibrationMismatch
 from a2c.cli import main
 from a2c.judges import JudgeSpec
 from a2c.llm import build_generator
-from a2c.pipeline import run_experiment
 from a2c.qa.calibration import CalibrationError, read_calibration, run_units
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.task import load_data
-from a2c.store import RunFolder
+from a2c.run.pipeline import run_experiment
+from a2c.run.store import RunFolder
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 # answers that sometimes match TruthfulQA's references (so accuracy varies), option numbers for the ranks

@@ -16,9 +16,9 @@ from a2c.choose import (
     rank_request,
     summarize,
 )
+from a2c.common.seeds import stable_seed
+from a2c.common.text import normalize
 from a2c.qa.rows import GenerationRow
-from a2c.seeds import stable_seed
-from a2c.text import normalize
 
 CAPITALS = RankOptions.build(["Canberra", "Sydney", "canberra.", "", "  Melbourne "])
 

@@ -13,13 +13,13 @@ from a2c.classification import ClassificationConfig
 from a2c.classification.labeling import CalibrationError, calibrate, content_free_probabilities, read_label
 from a2c.classification.perturbations import content_free_input
 from a2c.classification.rows import LABELS
-from a2c.config import ConfigError
-from a2c.config_file import load_config
 from a2c.llm import GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.base import Completion
 from a2c.llm.scripted import spread_logprobs
-from a2c.pipeline import run_experiment
-from a2c.store import RunFolder
+from a2c.run.config_file import load_config
+from a2c.run.pipeline import run_experiment
+from a2c.run.store import RunFolder
+from a2c.settings.config import ConfigError
 
 E, N, C = "entailment", "neutral", "contradiction"
 WORDS = {E: E, N: N, C: C}

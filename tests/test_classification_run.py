@@ -12,13 +12,13 @@ import pytest
 from a2c.classification import ClassificationConfig
 from a2c.classification.rows import INPUTS, LABELS, REWRITES
 from a2c.cli import main
-from a2c.config import ConfigError
-from a2c.config_file import load_config
+from a2c.common.errors import A2CError
 from a2c.data.errors import DatasetError
-from a2c.errors import A2CError
 from a2c.metrics.calm import reverse_consistency
-from a2c.pipeline import run_experiment
-from a2c.store import RunFolder
+from a2c.run.config_file import load_config
+from a2c.run.pipeline import run_experiment
+from a2c.run.store import RunFolder
+from a2c.settings.config import ConfigError
 
 EXPERIMENT = Path(__file__).resolve().parents[1] / "experiments" / "nli-consistency.yaml"
 SCRIPT = "scripted:entailment|neutral|contradiction|no idea"
@@ -194,7 +194,7 @@ def test_an_interrupted_label_stage_resumes_from_the_cache(root):
 
 
 def test_a_folder_of_another_experiment_is_refused(root):
-    from a2c.pipeline import RunFolderError
+    from a2c.run.pipeline import RunFolderError
 
     other = _config(root).model_copy(update={"name": "someone-else"})
     with pytest.raises(RunFolderError, match="holds a run of experiment 'cls-fast'"):

@@ -8,9 +8,9 @@ import csv
 import pytest
 
 from a2c.cli import main
+from a2c.common.wording import plural
 from a2c.qa.data import DatasetError, load_records
 from a2c.qa.data.truthfulqa import CSV_COLUMNS
-from a2c.wording import plural
 
 PROBE = ["probe", "--backend", "scripted", "--judge", "exact", "--no-cache", "--no-progress"]
 

@@ -29,8 +29,8 @@ def test_models_path_of_an_unknown_model_names_the_known_ones(capsys):
 def test_without_the_package_the_gguf_comes_from_A2C_SMOLLM2_GGUF(tmp_path, monkeypatch, capsys):
     import importlib.metadata
 
-    from a2c.hub import ModelNotFoundError
     from a2c.llm.embedded import embedded_gguf, resolve_model
+    from a2c.system.hub import ModelNotFoundError
 
     copy = tmp_path / "smollm2.gguf"
     copy.write_bytes(embedded_gguf(DEFAULT_MODEL).read_bytes()[:64])

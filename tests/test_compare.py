@@ -13,7 +13,7 @@ from a2c.cli import main
 from a2c.metrics.bootstrap import paired_difference_ci
 from a2c.qa.compare import RESAMPLES, SEED
 from a2c.qa.rows import METRICS
-from a2c.store import RunFolder
+from a2c.run.store import RunFolder
 from a2c.view import CompareError, compare_runs
 from tests.view_runs import QA_SCRIPT, classification_run, qa_run
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from a2c.config import ConfigError, dump_config
-from a2c.config_file import load_config, parse_config
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.qa.config import ExperimentConfig
-from a2c.tasks import TASK_CONFIGS, TASKS
+from a2c.run.config_file import load_config, parse_config
+from a2c.run.tasks import TASK_CONFIGS, TASKS
+from a2c.settings.config import ConfigError, dump_config
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

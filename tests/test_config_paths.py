@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.config import ConfigError, dump_config
-from a2c.config_file import load_config, parse_config
 from a2c.qa.task import load_data
+from a2c.run.config_file import load_config, parse_config
+from a2c.settings.config import ConfigError, dump_config
+from a2c.system.cache import DEFAULT_CACHE_PATH
 
 QUESTIONS = [{"qid": "a", "prompt": "Where is the Eiffel Tower?"},
              {"qid": "b", "prompt": "Why is the sky blue?"}]

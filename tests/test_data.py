@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from a2c.common.registry import UnknownNameError
 from a2c.qa.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
-from a2c.registry import UnknownNameError
 
 # the benchmark is not committed: tests read it from the shared data folder next to the repository
 TRUTHFULQA_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"

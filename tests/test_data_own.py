@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from a2c.config import ConfigError
-from a2c.config_file import load_config, parse_config
 from a2c.qa.data import DatasetError, QARecord, load_records
 from a2c.qa.task import load_data
+from a2c.run.config_file import load_config, parse_config
+from a2c.settings.config import ConfigError
 
 # the same three questions in every format, under names that are not a2c's
 ROWS = [
@@ -144,7 +144,7 @@ def test_a_dataset_refuses_settings_it_does_not_read():
         parse_config("name: x\ndataset:\n  name: file\n  path: q.csv\n  columns: {answer: a}\n")
     # a resolved config (every key written out, defaults included) loads again
     config = parse_config("name: x\ndataset:\n  name: file\n  path: q.csv\n  columns: {question: q}\n")
-    from a2c.config import dump_config
+    from a2c.settings.config import dump_config
 
     assert parse_config(dump_config(config)).dataset == config.dataset
 
@@ -165,10 +165,10 @@ def test_a_hub_dataset_without_the_hub_is_one_clear_error(tmp_path, monkeypatch)
 
 
 def test_a_hub_dataset_on_an_unreachable_hub_fails_fast(monkeypatch):
-    import a2c.hub
+    import a2c.system.hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(a2c.hub, "hub_unreachable",
+    monkeypatch.setattr(a2c.system.hub, "hub_unreachable",
                         lambda: "the hub at https://hf.co cannot be reached")
     with pytest.raises(DatasetError, match="cannot be reached"):
         load_records("hf", "someone/questions")

@@ -1,6 +1,6 @@
-"""The one `device:` option of every model (`a2c.devices`): every device string validated, a device this
-machine lacks refused in one line when the config loads (generator, model judges, model similarities), and
-`auto` resolved to the first GPU or the CPU. What torch sees is stubbed, so these run the same on any box;
+"""The one `device:` option of every model (`a2c.system.devices`): every device string validated, a device
+this machine lacks refused in one line when the config loads (generator, model judges, model similarities),
+and `auto` resolved to the first GPU or the CPU. What torch sees is stubbed, so these run the same on any box;
 the last test runs the real `a2c` on this machine's real torch."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import time
 import pytest
 import torch
 
-from a2c import devices
-from a2c.config import ConfigError
-from a2c.config_file import parse_config
-from a2c.devices import check_device, device_problem, device_type, resolve_device
+from a2c.run.config_file import parse_config
+from a2c.settings.config import ConfigError
+from a2c.system import devices
+from a2c.system.devices import check_device, device_problem, device_type, resolve_device
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_a_run_on_a_missing_gpu_exits_2_in_one_line_before_any_model_loads(tmp_p
 @pytest.mark.parametrize(("cores", "load", "threads"), [(2, 0.2, 2), (2, 0.75, 1), (2, 6.3, 1), (16, 0.0, 16),
                                                           (16, 3.4, 13), (1, 0.0, 1)])
 def test_cpu_threads_are_the_cores_the_load_leaves_and_at_least_one(cores, load, threads):
-    from a2c.devices import free_cores
+    from a2c.system.devices import free_cores
 
     assert free_cores(cores=cores, load=load) == threads
 
@@ -148,7 +148,7 @@ def test_models_threads_prints_what_this_machine_gives(capsys):
     import os
 
     from a2c.cli import main
-    from a2c.devices import free_cores
+    from a2c.system.devices import free_cores
 
     assert main(["models", "threads"]) == 0
     printed = int(capsys.readouterr().out)

@@ -83,8 +83,8 @@ def _config_roots() -> list[type[BaseModel]]:
     from a2c.llm.config import GENERATOR_CONFIGS
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
+    from a2c.run.tasks import TASKS
     from a2c.serve.config import ServerOptions
-    from a2c.tasks import TASKS
 
     roots: list[type[BaseModel]] = [task.config for _, task in TASKS.items()]
     roots += [model for _, model in GENERATOR_CONFIGS.items()]

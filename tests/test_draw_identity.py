@@ -5,10 +5,10 @@ here."""
 
 from __future__ import annotations
 
-from a2c.cache import Cache
 from a2c.llm.base import GenerationRequest, Message
 from a2c.llm.sampling import CachedGenerator, request_key
 from a2c.llm.scripted import ScriptedBackend
+from a2c.system.cache import Cache
 
 GREEDY = GenerationRequest(prompt="The capital of France is", max_tokens=8)
 SAMPLED = GenerationRequest(messages=(Message("user", "Name a colour."),), temperature=0.7, top_p=0.9, seed=3)

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from a2c.cli import main
-from a2c.config import ConfigError
-from a2c.config_file import load_config
 from a2c.qa.data import DatasetError, load_records, load_truthfulqa_csv
 from a2c.qa.data.truthfulqa import CSV_COLUMNS
+from a2c.run.config_file import load_config
+from a2c.settings.config import ConfigError
 from tests.conftest import interruptible
 
 HEADER = ",".join(CSV_COLUMNS)
@@ -290,7 +290,7 @@ def test_usage_errors_stay_argparse_exit_2(capsys):
 
 def test_a_hint_is_printed_on_its_own_line(monkeypatch, capsys):
     import a2c.cli.metrics
-    from a2c.errors import A2CError
+    from a2c.common.errors import A2CError
 
     monkeypatch.setattr(a2c.cli.metrics, "_rc", _raise(A2CError("bad thing", hint="do this")))
     assert main(RC_ARGS) == 2

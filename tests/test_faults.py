@@ -17,10 +17,10 @@ import pytest
 import torch
 import yaml
 
-from a2c.cache import Cache
 from a2c.cli import main
 from a2c.judges.base import CACHE_NAMESPACE as JUDGE_NAMESPACE
 from a2c.judges.lexical import LexicalOptions, Rouge1Judge
+from a2c.system.cache import Cache
 
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid"
 QUESTIONS = [{"id": "eiffel", "text": "Where is the Eiffel Tower?", "right": "Paris", "wrong": "Rome"},
@@ -62,7 +62,7 @@ def _failing_replace(code: int):
 
 def test_a_full_disk_names_the_file_and_says_what_to_do(tmp_path, capsys, monkeypatch):
     config = _config(tmp_path)
-    monkeypatch.setattr("a2c.store.os.replace", _failing_replace(errno.ENOSPC))
+    monkeypatch.setattr("a2c.run.store.os.replace", _failing_replace(errno.ENOSPC))
     assert _run("run", str(config)) == 2
     message, hint = _error(capsys)
     assert message.startswith(str(tmp_path / "run")) and message.endswith(": no space left on the device")
@@ -75,7 +75,7 @@ def test_a_read_only_run_folder_on_report(tmp_path, capsys, monkeypatch, code, s
     config = _config(tmp_path)
     assert _run("run", str(config)) == 0
     capsys.readouterr()
-    monkeypatch.setattr("a2c.store.os.replace", _failing_replace(code))
+    monkeypatch.setattr("a2c.run.store.os.replace", _failing_replace(code))
     assert _run("report", str(tmp_path / "run")) == 2
     message, hint = _error(capsys)
     assert message.startswith(str(tmp_path / "run")) and message.endswith(f": {said}")
@@ -240,9 +240,9 @@ def test_a_judge_model_that_is_nowhere_fails_before_any_stage(tmp_path, tiny_nli
     a local folder nor in the HF cache, with the hub kept out, is one line and exit 2, with no run folder
     made; a local folder of a real model passes the check."""
     from a2c.cli import main
-    from a2c.config_file import parse_config
-    from a2c.errors import A2CError
+    from a2c.common.errors import A2CError
     from a2c.qa.task import check_models
+    from a2c.run.config_file import parse_config
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = tmp_path / "exp.yaml"

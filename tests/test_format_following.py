@@ -51,7 +51,7 @@ def test_a_source_without_rank_prompts_is_left_out_and_nothing_positioned_is_na(
 def test_a_run_summarises_it_and_its_report_shows_it(tmp_path):
     from a2c.qa.rows import CHOICES, GENERATIONS
     from a2c.qa.summary import QASummary
-    from a2c.store import RunFolder
+    from a2c.run.store import RunFolder
     from tests.view_runs import qa_run
 
     folder = RunFolder(qa_run(tmp_path, limit=3))

@@ -12,12 +12,12 @@ import pydantic
 import pytest
 import yaml
 
-from a2c import devices
-from a2c.config import ConfigError
-from a2c.config_file import parse_config
 from a2c.llm import GeneratorConfig, validate_generator
 from a2c.llm.config import OpenAIConfig, ScriptedConfig, TransformersConfig, VLLMConfig, generator_slice
 from a2c.llm.vllm_backend import EngineSettings, engine_settings
+from a2c.run.config_file import parse_config
+from a2c.settings.config import ConfigError
+from a2c.system import devices
 
 OLD_RUN_CONFIG = Path(__file__).parent / "fixtures" / "previous_release" / "run" / "config.yaml"
 

@@ -14,11 +14,11 @@ import pytest
 import torch
 import yaml
 
-from a2c.hub import ModelNotFoundError
 from a2c.llm import CachedGenerator, GenerationRequest, Message
 from a2c.llm.embedded import DEFAULT_MODEL, resolve_model
 from a2c.llm.row_sampler import RowSampler
 from a2c.llm.top_p import nucleus_mask
+from a2c.system.hub import ModelNotFoundError
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
@@ -181,9 +181,9 @@ def test_judges_on_cuda_equal_judges_on_cpu(tmp_path, monkeypatch):
 
 def test_quickstart_end_to_end_on_cuda(tmp_path):
     need_smollm2()
-    from a2c.config_file import parse_config
-    from a2c.pipeline import run_experiment
-    from a2c.tasks import task_of
+    from a2c.run.config_file import parse_config
+    from a2c.run.pipeline import run_experiment
+    from a2c.run.tasks import task_of
 
     data = yaml.safe_load((ROOT / "experiments" / "quickstart.yaml").read_text(encoding="utf-8"))
     data["generator"].update(device=GPU, cache=str(tmp_path / "cache.sqlite"))

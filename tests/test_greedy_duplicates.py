@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from a2c.cache import Cache
 from a2c.llm import CachedGenerator, GenerationRequest
 from a2c.llm.sampling import Emit
 from a2c.llm.scripted import ScriptedBackend
+from a2c.system.cache import Cache
 
 
 class Counting(ScriptedBackend):

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_importing_a2c_imports_neither_inspect_ai_nor_lm_eval():
-    code = ("import sys, a2c, a2c.scoring, a2c.choose, a2c.pipeline, a2c.cli, a2c.serve.schema\n"
+    code = ("import sys, a2c, a2c.scoring, a2c.choose, a2c.run.pipeline, a2c.cli, a2c.serve.schema\n"
             "found = sorted({m.split('.')[0] for m in sys.modules} & {'inspect_ai', 'lm_eval'})\n"
             "assert not found, found")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -10,10 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from a2c.cache import NoCache
-from a2c.config import ConfigError, dump_config
-from a2c.config_file import load_config, parse_config
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.judges import (
     JUDGES,
     JudgeError,
@@ -29,6 +26,9 @@ from a2c.judges import (
 from a2c.judges.presets import judge_options
 from a2c.llm import GeneratorConfig
 from a2c.llm.base import Completion, Generation, GenerationStats
+from a2c.run.config_file import load_config, parse_config
+from a2c.settings.config import ConfigError, dump_config
+from a2c.system.cache import NoCache
 
 THRESHOLD_JUDGES = [name for name in JUDGES.names() if "threshold" in judge_options(name)]
 

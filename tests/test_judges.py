@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2c.cache import open_cache
+from a2c.common.registry import UnknownNameError
+from a2c.common.text import normalize
 from a2c.judges import (
     JUDGES,
     JudgeError,
@@ -21,8 +22,7 @@ from a2c.judges import (
 )
 from a2c.judges.lexical import SpacyModelError
 from a2c.metrics import cons_lex, cons_sem, semantic_clusters, semantic_entropy
-from a2c.registry import UnknownNameError
-from a2c.text import normalize
+from a2c.system.cache import open_cache
 
 REGISTRY_NAMES = {"exact", "rouge1", "ner", "pp", "entail", "contra", "llm", "embedding"}
 answers = st.lists(st.sampled_from(["Paris", "paris.", "Rome", "the cat sat", "a cat", "", " ROME ", "42"]),

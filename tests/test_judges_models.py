@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from a2c.common.text import normalize
 from a2c.judges import LabelError, TruncationWarning, build_judge
 from a2c.judges.hf import pair_scorer
 from a2c.judges.llm import UnparsedReplyWarning, yes_probability
 from a2c.llm.base import Completion
 from a2c.metrics import semantic_clusters, semantic_entropy
-from a2c.text import normalize
 
 pytestmark = pytest.mark.slow
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from a2c.common.text import normalize
 from a2c.judges import build_judge, hf
 from a2c.judges.hf import PromptError, load_encoder, pair_scorer, sentence_encoder
 from a2c.qa.data import QARecord
 from a2c.qa.scoring import truthfulqa_references
 from a2c.scoring import score_answers
-from a2c.text import normalize
 
 pytestmark = pytest.mark.slow
 

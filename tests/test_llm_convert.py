@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from a2c.cli import main
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.transformers_backend import TransformersBackend

@@ -12,9 +12,9 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from a2c.cache import Cache, NoCache
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
 from a2c.llm.openai_backend import BackendError, OpenAIBackend
+from a2c.system.cache import Cache, NoCache
 from tests.conftest import LlamaServer, free_port
 
 pytestmark = pytest.mark.slow

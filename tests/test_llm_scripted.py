@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from a2c.config_file import parse_config
 from a2c.llm import GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.scripted import scripted_reply
-from a2c.pipeline import run_experiment
+from a2c.run.config_file import parse_config
+from a2c.run.pipeline import run_experiment
 
 
 def _generator(model: str = "scripted"):

@@ -16,7 +16,7 @@ import transformers
 from a2c.judges import build_judge
 from a2c.llm import GenerationRequest, GeneratorConfig, build_generator
 from a2c.llm.render import prompt_text
-from a2c.prompts import load_template
+from a2c.prompting.prompts import load_template
 
 pytestmark = pytest.mark.slow
 

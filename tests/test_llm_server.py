@@ -10,14 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from a2c.cache import Cache
 from a2c.cli import main
 from a2c.cli.run import served_generators
-from a2c.config_file import parse_config
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
 from a2c.llm.openai_backend import BackendError, OpenAIBackend
 from a2c.llm.sampling import request_key
 from a2c.llm.server import model_identity
+from a2c.run.config_file import parse_config
+from a2c.system.cache import Cache
 from tests.conftest import free_port
 from tests.fake_openai import SlowServer
 

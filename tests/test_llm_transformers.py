@@ -5,12 +5,12 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from a2c.cache import Cache
+from a2c.common.registry import UnknownNameError
 from a2c.llm import BACKENDS, CachedGenerator, GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.embedded import ModelNotFoundError, resolve_model
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import sample_seed
-from a2c.registry import UnknownNameError
+from a2c.system.cache import Cache
 
 pytestmark = pytest.mark.slow
 

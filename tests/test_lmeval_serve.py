@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.lmeval import TASKS
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 from a2c.scoring import score_answers

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from a2c.common.text import normalize
 from a2c.metrics import cons_lex, cons_sem, mean_defined, semantic_clusters, semantic_entropy
-from a2c.text import normalize
 
 
 def test_normalize_folds_case_width_punctuation_and_space():

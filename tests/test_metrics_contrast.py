@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.metrics import (
     ContrastCounts,
     InvalidCountsError,

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from a2c.calibration_maps import FittedMap, fit_map
+from a2c.metrics.calibration_maps import FittedMap, fit_map
 from a2c.metrics.risk_control import binomial_p_value, learn_then_test, threshold_grid, upper_risk
 from a2c.metrics.selective import (
     aurc,

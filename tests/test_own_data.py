@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 import a2c
-from a2c.pipeline import PandasMissingError
 from a2c.qa.rows import MetricRow
+from a2c.run.pipeline import PandasMissingError
 
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
 QUESTIONS = [

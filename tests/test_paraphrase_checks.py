@@ -1,5 +1,5 @@
-"""The paraphrase rule (`a2c.paraphrase_checks`): a paraphrase of a question is a question of the same type
-(open or yes/no) and states none of the record's reference answers the question does not hold."""
+"""The paraphrase rule (`a2c.prompting.paraphrase_checks`): a paraphrase of a question is a question of the
+same type (open or yes/no) and states none of the record's reference answers the question does not hold."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2c.llm.base import Completion, Generation, GenerationStats
-from a2c.paraphrase import DEFAULT_TECHNIQUES, paraphrase_problem, paraphrase_questions
-from a2c.paraphrase_checks import is_question, question_problem, question_type, stated_reference
+from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES, paraphrase_problem, paraphrase_questions
+from a2c.prompting.paraphrase_checks import is_question, question_problem, question_type, stated_reference
 from a2c.qa.data.quickstart import load_quickstart
 
 QUICKSTART = {r.question: r for r in load_quickstart()}

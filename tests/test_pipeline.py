@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from a2c.config_file import load_config
+from a2c.run.config_file import load_config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

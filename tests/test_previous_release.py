@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from a2c.config_file import load_config
-from a2c.pipeline import run_experiment
 from a2c.qa.summary import OldSummaryError, QASummary
+from a2c.run.config_file import load_config
+from a2c.run.pipeline import run_experiment
 
 FIXTURE = Path(__file__).parent / "fixtures" / "previous_release"
 
@@ -67,7 +67,7 @@ def test_run_updates_an_old_folder_stage_by_stage(old_run):
 
 def test_reading_an_old_summary_directly_is_a_clear_error(old_run):
     from a2c.qa.task import TASK
-    from a2c.store import RunFolder
+    from a2c.run.store import RunFolder
 
     with pytest.raises(OldSummaryError, match="older a2c"):
         TASK.read_summary(RunFolder(old_run / "run"))
@@ -75,7 +75,7 @@ def test_reading_an_old_summary_directly_is_a_clear_error(old_run):
 
 def test_a_summary_of_an_older_schema_is_refused_with_how_to_recompute_it(old_run):
     from a2c.qa.task import TASK
-    from a2c.store import RunFolder
+    from a2c.run.store import RunFolder
 
     config = load_config(old_run / "previous.yaml").model_copy(update={"output": str(old_run / "run")})
     run_experiment(config, progress=False)  # brings the folder up to date
@@ -93,9 +93,9 @@ def test_the_old_a2c_stage_and_section_are_read_under_their_new_names(old_run):
     the next run writes both under the new names."""
     import warnings
 
-    from a2c.errors import RenamedKeyWarning
+    from a2c.common.errors import RenamedKeyWarning
     from a2c.qa.stages import A2C
-    from a2c.store import RunFolder
+    from a2c.run.store import RunFolder
 
     assert A2C.marker_in(RunFolder(old_run / "run")) == "stages/a2c.json"
     done = _a2c("report", "run", "--no-rescore", cwd=old_run)

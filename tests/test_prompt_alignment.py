@@ -1,6 +1,6 @@
-"""The shipped templates' block alignment (`system_pad`, a2c.prompts): with the embedded model's tokenizer the
-part every prompt of a template shares ends on a 32-token KV-cache block, and the padding is the pinned
-whitespace, nothing else."""
+"""The shipped templates' block alignment (`system_pad`, a2c.prompting.prompts): with the embedded model's
+tokenizer the part every prompt of a template shares ends on a 32-token KV-cache block, and the padding is the
+pinned whitespace, nothing else."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from a2c.llm import GenerationRequest, GeneratorConfig
 from a2c.llm.render import prompt_text
-from a2c.prompts import PAD_LINE, TemplateError, load_template, parse_template
+from a2c.prompting.prompts import PAD_LINE, TemplateError, load_template, parse_template
 from a2c.qa.rank import RankOptions, rank_request
 
 BLOCK = 32

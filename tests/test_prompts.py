@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.prompts import TemplateError, flatten, parse_template
+from a2c.prompting.prompts import TemplateError, flatten, parse_template
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -14,14 +14,14 @@ import time
 import psutil
 import pytest
 
-from a2c.reaper import _kill
+from a2c.system.reaper import _kill
 from tests.vllm_server import ProcessWatch
 
 pytestmark = pytest.mark.slow
 
 TREE = textwrap.dedent("""
     import json, multiprocessing, os, sys, time
-    from a2c.reaper import reaper
+    from a2c.system.reaper import reaper
 
     def grandchild(path):
         open(path, "w").write(str(os.getpid()))

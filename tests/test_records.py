@@ -20,9 +20,9 @@ from a2c.qa.rows import (
     ParaphraseItem,
     ParaphraseRow,
 )
-from a2c.runfiles import MatrixSet, RunFileError
+from a2c.run.runfiles import MatrixSet, RunFileError
+from a2c.run.store import MemoryStore, RunFolder
 from a2c.scoring import JudgeScores
-from a2c.store import MemoryStore, RunFolder
 
 PARAPHRASE = ParaphraseRow(id="q1", question="Is the sea salty?", paraphrases=[
     ParaphraseItem(technique="synonyms", text="Is the ocean salty?", ok=True, problem=None),

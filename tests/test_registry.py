@@ -1,7 +1,7 @@
 import pytest
 
-from a2c.errors import A2CError
-from a2c.registry import Registry, UnknownNameError
+from a2c.common.errors import A2CError
+from a2c.common.registry import Registry, UnknownNameError
 
 
 def test_registry_suggests_close_names():

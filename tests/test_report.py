@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.config_file import parse_config
 from a2c.metrics import fleiss_kappa, paired_difference_ci, rating_counts, spearman_rho
 from a2c.qa.report import ReportError, Table, _arrow, before_after_table, write_report
 from a2c.qa.summary import Difference, QASummary, summarize_metrics
-from a2c.runfiles import RunFileError
-from a2c.store import RunFolder
+from a2c.run.config_file import parse_config
+from a2c.run.runfiles import RunFileError
+from a2c.run.store import RunFolder
 
 CONFIG = parse_config("name: synthetic\njudges: [embedding, rouge1]\naccuracy:\n  similarities: [rouge1]\n")
 

@@ -10,7 +10,7 @@ import csv
 
 import pytest
 
-from a2c.pipeline import run_experiment
+from a2c.run.pipeline import run_experiment
 from tests.scale_runs import result_digests, scale_config
 
 EXPECTED = {

@@ -12,14 +12,14 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from a2c.config import ConfigError, dump_config
-from a2c.config_file import parse_config
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
+from a2c.common.registry import UnknownNameError
 from a2c.metrics.overlap import BLEU_ARGS
 from a2c.qa.data import QARecord, load_records
 from a2c.qa.scoring import NO_COMMENT, truthfulqa_references
-from a2c.registry import UnknownNameError
+from a2c.run.config_file import parse_config
 from a2c.scoring import SIMILARITIES, SimilarityError, score_answers, similarity_label
+from a2c.settings.config import ConfigError, dump_config
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 needs_csv = pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")

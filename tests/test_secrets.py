@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2c.cli import main
-from a2c.config import ConfigError
-from a2c.config_file import parse_config
+from a2c.common.redact import MASK, redact
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig
 from a2c.llm.openai_backend import BackendError, OpenAIBackend
-from a2c.redact import MASK, redact
+from a2c.run.config_file import parse_config
+from a2c.settings.config import ConfigError
 
 KEY = "sk-proj-Zq81mXv0aa77KbLk3P"
 

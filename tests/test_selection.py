@@ -12,14 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from a2c.config import ConfigError, dump_config
-from a2c.config_file import parse_config
 from a2c.judges import build_judge
 from a2c.llm import GenerationRequest, GeneratorConfig, build_generator
 from a2c.llm.scripted import ScriptedBackend
 from a2c.metrics import eigval_laplacian, majority_cluster_index, medoid_index, semantic_clusters
 from a2c.metrics.uncertainty import degree_confidence
-from a2c.pipeline import run_experiment
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.qa.rank import majority_vote
@@ -39,8 +36,11 @@ from a2c.qa.rows import (
 from a2c.qa.selection import SELECTION_METHODS, SelectionInputs, select
 from a2c.qa.summary import QASummary
 from a2c.qa.usc import Responses, read_usc_reply
-from a2c.runfiles import MatrixSet
-from a2c.store import RunFolder
+from a2c.run.config_file import parse_config
+from a2c.run.pipeline import run_experiment
+from a2c.run.runfiles import MatrixSet
+from a2c.run.store import RunFolder
+from a2c.settings.config import ConfigError, dump_config
 
 QUESTION = Question("q0", "Which city is the capital of Australia?")
 

@@ -14,7 +14,7 @@ import pytest
 
 from a2c.metrics.set_metrics import SET_METRICS, AnswerSet, SetMetric, computed_metrics
 from a2c.qa.rows import METRICS
-from a2c.store import RunFolder
+from a2c.run.store import RunFolder
 from a2c.view import compare_runs
 from tests.view_runs import qa_run
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from a2c.hub import ModelNotFoundError
 from a2c.qa.data import QARecord
 from a2c.qa.scoring import truthfulqa_references
 from a2c.scoring import SimilarityError, score_answers
+from a2c.system.hub import ModelNotFoundError
 
 WORDS = ["i", "have", "no", "comment", "the", "seeds", "pass", "through", "you", "die", "nothing",
          "happens", "grow", "watermelons", "in", "your", "stomach", "."]

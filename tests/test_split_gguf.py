@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from a2c.cli import main
-from a2c.hub import ModelNotFoundError
 from a2c.llm import embedded
 from a2c.llm.split_gguf import ModelInstallError, SplitGGUF, numbered_parts
+from a2c.system.hub import ModelNotFoundError
 
 NAME = "Fake-Split-Model"
 PARTS = [b"GGUF" + bytes(range(256)) * 40, b"middle part " * 700, b"the end"]

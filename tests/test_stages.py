@@ -17,15 +17,15 @@ import pytest
 from a2c.choose import AskToChoose
 from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
-from a2c.pipeline import RunFolderError, RunResult, claim_run_folder, report_run, run_experiment
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import load_records
 from a2c.qa.report import write_report
 from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, SELECTIONS, RunFile
 from a2c.qa.stages import STAGES
 from a2c.qa.stages import QAContext as RunContext
-from a2c.stage import Generators, Stage, run_stages
-from a2c.store import MemoryStore, RunFolder
+from a2c.run.pipeline import RunFolderError, RunResult, claim_run_folder, report_run, run_experiment
+from a2c.run.stage import Generators, Stage, run_stages
+from a2c.run.store import MemoryStore, RunFolder
 
 # replies: option numbers, option texts, a two-line one; as paraphrases only the question passes the checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
@@ -396,7 +396,7 @@ def test_timings_keep_the_run_that_did_the_work_and_the_cli_ends_with_the_table(
 def test_a2c_report_then_a2c_run_reuses_the_report(root):
     """`a2c report` rewrites the report and records it in the report stage's marker, and report.md holds no
     line that changes without its inputs (no wall time), so the next run reuses every stage."""
-    from a2c.pipeline import report_run
+    from a2c.run.pipeline import report_run
 
     before = (root / "run" / "report.md").read_text()
     assert "last invocation" not in before

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.untrusted import UntrustedInputError, is_blank, parse_json, printable, spreadsheet_cell
+from a2c.common.untrusted import UntrustedInputError, is_blank, parse_json, printable, spreadsheet_cell
 
 
 def test_deep_json_is_refused_without_recursion() -> None:

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from a2c.llm.base import WrappedGenerator
-from a2c.paraphrase import (
+from a2c.prompting.paraphrase import (
     DEFAULT_TECHNIQUES,
     clean_paraphrase,
     paraphrase_messages,
     paraphrase_problem,
     paraphrase_questions,
 )
-from a2c.prompts import load_template
+from a2c.prompting.prompts import load_template
 from a2c.qa.variation import Answer, AnswerTask, answer, temperature_tasks
 
 QUESTIONS = ["What happens if you swallow gum?", "Why do veins appear blue?"]

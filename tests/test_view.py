@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 
 from a2c.classification.rows import INPUTS, LABELS
 from a2c.cli import main
-from a2c.open_run import open_run
+from a2c.display.reporting import Table
+from a2c.display.viewdata import Heatmap, Image, TableBlock, Text
 from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES
-from a2c.reporting import Table
-from a2c.store import MemoryStore, RunFolder
+from a2c.run.open_run import open_run
+from a2c.run.store import MemoryStore, RunFolder
 from a2c.view import build_view, run_page
 from a2c.view.html import CHUNK, _script_safe
 from a2c.view.overview import data_blocks, report_sections, summary_section
-from a2c.viewdata import Heatmap, Image, TableBlock, Text
 from tests.view_runs import classification_run, expected_changed, qa_config, qa_run
 
 

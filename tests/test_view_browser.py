@@ -11,7 +11,7 @@ import pytest
 
 from a2c.classification.rows import INPUTS, LABELS
 from a2c.qa.rows import CHOICES, METRICS
-from a2c.store import RunFolder
+from a2c.run.store import RunFolder
 from a2c.view import write_view
 from tests.browser import CHROMIUM, Browser, Page
 from tests.view_runs import classification_run, expected_changed, qa_run

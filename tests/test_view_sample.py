@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from a2c.open_run import open_run
 from a2c.qa import view as qa_view
 from a2c.qa.rows import METRICS
-from a2c.store import RunFolder
+from a2c.run.open_run import open_run
+from a2c.run.store import RunFolder
 from a2c.view import run_page
 from tests.view_runs import qa_run
 

@@ -156,7 +156,7 @@ def test_a2c_serve_in_front_of_vllm(server, tmp_path):
     from openai import OpenAI
 
     from a2c.choose import AskToChoose
-    from a2c.paraphrase import DEFAULT_TECHNIQUES
+    from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES
     from a2c.serve.config import answer_settings
     from tests.serve_process import CLIENT_KEY, SMALL, ServeProcess
 

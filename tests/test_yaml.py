@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2c.cli import main
-from a2c.config import ConfigError
-from a2c.config_file import parse_config
-from a2c.errors import A2CError
-from a2c.files import parse_yaml
+from a2c.common.errors import A2CError
+from a2c.common.files import parse_yaml
 from a2c.judges import load_preset
 from a2c.judges.presets import PresetError
-from a2c.prompts import TemplateError, load_template
+from a2c.prompting.prompts import TemplateError, load_template
+from a2c.run.config_file import parse_config
+from a2c.settings.config import ConfigError
 
 NLI = "task: classification\nname: n\ndataset: {{name: nli-quickstart, input: pair, labels: {labels}}}\n"
 

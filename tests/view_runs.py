@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from a2c.classification import ClassificationConfig
-from a2c.pipeline import run_experiment
+from a2c.common.text import normalize
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rank import majority_vote
 from a2c.qa.rows import CHOICES, GENERATIONS
-from a2c.store import RunFolder
-from a2c.text import normalize
+from a2c.run.pipeline import run_experiment
+from a2c.run.store import RunFolder
 
 # option numbers and answer texts; a long reply fails the paraphrase checks ("rambling")
 QA_SCRIPT = ("scripted:1|2|Paris|Rome|" + "Which one?|" * 6 + "Is it so?|Is it so?|"

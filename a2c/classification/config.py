@@ -18,9 +18,9 @@ from pydantic import (
     model_validator,
 )
 
-from a2c.config import RunConfig
-from a2c.config_paths import PathKey
-from a2c.files import DEFAULT_ENCODING, check_encoding
+from a2c.common.files import DEFAULT_ENCODING, check_encoding
+from a2c.settings.config import RunConfig
+from a2c.settings.config_paths import PathKey
 
 # the fields an item can have; `columns:` maps each to the file's own column name
 FIELDS = ("id", "text", "premise", "hypothesis", "label", "bundle", "group", "negated_hypothesis",
@@ -97,7 +97,7 @@ class LabelingConfig(_Strict):
     @field_validator("template")
     @classmethod
     def _loadable(cls, template: str) -> str:
-        from a2c.prompts import load_template
+        from a2c.prompting.prompts import load_template
 
         fields = set(load_template(template).fields)
         if fields != {"labels", "input"}:

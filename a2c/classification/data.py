@@ -11,9 +11,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from a2c.common.untrusted import is_blank
 from a2c.data.errors import DatasetError
 from a2c.data.tables import Row, read_table
-from a2c.untrusted import is_blank
 
 if TYPE_CHECKING:
     from a2c.classification.config import ClassificationConfig

@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm.base import Completion, GenerationRequest, Generator
 from a2c.metrics.calm import IndicatorPair
-from a2c.prompts import load_template
+from a2c.prompting.prompts import load_template
 
 ReadMethod = Literal["logprobs", "text", "unparsed"]
 

@@ -15,8 +15,8 @@ from a2c.classification.config import ClassificationConfig
 from a2c.classification.data import ClassificationItem
 from a2c.classification.labeling import pair_input, single_input
 from a2c.classification.rows import InputRow, RewriteRow
+from a2c.common.registry import Registry
 from a2c.metrics.calm import parse_indicator_pair, reverse_input, signal_inputs
-from a2c.registry import Registry
 
 Rewrites = Mapping[tuple[str, str], list[RewriteRow]]  # (item, kind) → rows in slot order
 

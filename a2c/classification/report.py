@@ -12,7 +12,7 @@ from a2c.classification.suites import (
     ParaphrasticSuite,
     Summary,
 )
-from a2c.reporting import Table, fmt
+from a2c.display.reporting import Table, fmt
 
 
 def _pct(value: float | None) -> str:

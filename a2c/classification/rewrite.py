@@ -12,10 +12,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from a2c.common.text import normalize
 from a2c.llm.base import GenerationRequest, Generator
-from a2c.paraphrase import Paraphrase, Technique, paraphrase_problem, paraphrase_questions
-from a2c.prompts import load_template
-from a2c.text import normalize
+from a2c.prompting.paraphrase import Paraphrase, Technique, paraphrase_problem, paraphrase_questions
+from a2c.prompting.prompts import load_template
 
 # our own worked examples, one per technique (shown to the auxiliary model as shots)
 SENTENCE_TECHNIQUES: tuple[Technique, ...] = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from a2c.runfiles import Row, RowsFile, RunFile
+from a2c.run.runfiles import Row, RowsFile, RunFile
 
 RewriteKind = Literal["paraphrase", "negation"]
 

@@ -1,6 +1,6 @@
 """The stage graph of a classification run: rewrite → perturb → label → metrics → report.
 
-Same machinery as the QA task (`a2c.stage`): each stage declares what it reads and writes and the config
+Same machinery as the QA task (`a2c.run.stage`): each stage declares what it reads and writes and the config
 slice its outputs depend on, so a rerun reuses what is unchanged (new CALM symbols re-run perturb, label —
 only the new inputs reach the model, the rest come from the request cache — metrics and report; a new
 threshold re-runs only metrics and report), and an interrupted run resumes from the request cache.
@@ -20,12 +20,12 @@ from a2c.classification.report import render_report
 from a2c.classification.rewrite import negate_sentences, paraphrase_sentences
 from a2c.classification.rows import INPUTS, LABELS, REPORT, REWRITES, SUMMARY, InputRow, LabelRow, RewriteRow
 from a2c.classification.suites import SCHEMA_VERSION, Summary, summarize
+from a2c.display.reporting import ReportError
 from a2c.llm.config import generator_slice
-from a2c.prompts import load_template
-from a2c.reporting import ReportError
-from a2c.runfiles import RunFileError
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
-from a2c.store import Store
+from a2c.prompting.prompts import load_template
+from a2c.run.runfiles import RunFileError
+from a2c.run.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
+from a2c.run.store import Store
 
 
 @dataclass

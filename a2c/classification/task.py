@@ -1,4 +1,4 @@
-"""The classification task's entry in the task registry (`a2c.tasks`)."""
+"""The classification task's entry in the task registry (`a2c.run.tasks`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from a2c.classification.stages import (
     write_classification_report,
 )
 from a2c.classification.view import classification_view
-from a2c.tasks import TaskSpec
+from a2c.run.tasks import TaskSpec
 
 
 def check_items(config: ClassificationConfig) -> None:

@@ -10,9 +10,9 @@ from dataclasses import asdict
 from a2c.classification.config import ClassificationConfig
 from a2c.classification.data import ClassificationItem
 from a2c.classification.rows import INPUTS, LABELS, REWRITES, InputRow, LabelRow, RewriteRow
-from a2c.reporting import Table
-from a2c.store import Store
-from a2c.viewdata import Cell, Column, ItemView, Section, TableBlock, Text, cell_text
+from a2c.display.reporting import Table
+from a2c.display.viewdata import Cell, Column, ItemView, Section, TableBlock, Text, cell_text
+from a2c.run.store import Store
 
 
 def classification_view(store: Store, config: ClassificationConfig,

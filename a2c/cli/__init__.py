@@ -5,7 +5,7 @@ import heavy libraries (torch, transformers) lazily so `a2c --help` stays instan
 
 Failures end in one line on stderr, never a traceback (unless `--debug` or `A2C_DEBUG=1`): an `A2CError`
 is the user's to fix (`a2c: error: ...`, an optional `hint:` line, exit 2, as for argparse's usage
-errors), and so is a fault of the machine (a full disk, a read-only folder, no memory: `a2c.faults`);
+errors), and so is a fault of the machine (a full disk, a read-only folder, no memory: `a2c.system.faults`);
 a GPU out of memory names the batch size to lower; any other exception is a2c's (exit 1), its line naming
 where in a2c it was raised (the last a2c frame, `a2c/llm/sampling.py:120`); Ctrl-C exits 130, SIGTERM
 (handled as a Ctrl-C) 143. Other libraries' progress bars (weight loading, GGUF conversion) are silenced
@@ -24,11 +24,11 @@ from pathlib import Path
 from types import TracebackType
 
 from a2c import __version__
-from a2c.errors import A2CError, RenamedKeyWarning
-from a2c.faults import environment_fault, gpu_memory_fault
-from a2c.interrupts import Terminated, sigterm_raises
-from a2c.redact import redact
-from a2c.untrusted import printable
+from a2c.common.errors import A2CError, RenamedKeyWarning
+from a2c.common.redact import redact
+from a2c.common.untrusted import printable
+from a2c.system.faults import environment_fault, gpu_memory_fault
+from a2c.system.interrupts import Terminated, sigterm_raises
 
 _python_warning_text = warnings.formatwarning
 

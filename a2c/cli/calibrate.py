@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "paraphrase)")
     parser.add_argument("--similarity", help="accuracy under this similarity of the run (default rouge1, "
                         "R1-A, when the run scored it)")
-    parser.add_argument("--method", choices=RegistryNames("a2c.calibration_maps:CALIBRATION_METHODS"),
+    parser.add_argument("--method", choices=RegistryNames("a2c.metrics.calibration_maps:CALIBRATION_METHODS"),
                         default="isotonic", metavar="METHOD",
                         help="calibration map: %(choices)s (default isotonic; platt: a logistic curve)")
     parser.add_argument("--signal", help="the signal to calibrate, as the signal table names it (e.g. "
@@ -71,11 +71,11 @@ def _interval(item: object) -> str:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_file
-    from a2c.errors import A2CError
-    from a2c.open_run import stored_run
-    from a2c.pipeline import CALIBRATION_FILE
+    from a2c.common.errors import A2CError
     from a2c.qa.calibration import calibration_file, write_calibration
     from a2c.qa.config import ExperimentConfig
+    from a2c.run.open_run import stored_run
+    from a2c.run.pipeline import CALIBRATION_FILE
 
     output = args.output or args.run_dir / CALIBRATION_FILE
     check_output_file(output, "--output")

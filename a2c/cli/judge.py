@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from types import NoneType, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 # the heatmap holds (nb + 1) × (n + 1) cells of exact fractions; beyond this it gets slow and unreadable
 MAX_PLOT_BUNDLES = 1000

@@ -9,7 +9,7 @@ import argparse
 import functools
 from pathlib import Path
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,8 +70,8 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    from a2c.hub import ModelNotFoundError
     from a2c.llm.embedded import DEFAULT_MODEL, EMBEDDED_MODELS, embedded_gguf
+    from a2c.system.hub import ModelNotFoundError
 
     model = args.model or DEFAULT_MODEL
     if model not in EMBEDDED_MODELS:
@@ -82,15 +82,15 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _threads(args: argparse.Namespace) -> int:
-    from a2c.devices import free_cores
+    from a2c.system.devices import free_cores
 
     print(free_cores())
     return 0
 
 
 def _install(args: argparse.Namespace) -> int:
-    from a2c.hub import ModelNotFoundError
     from a2c.llm.embedded import SPLIT_MODELS
+    from a2c.system.hub import ModelNotFoundError
 
     unknown = [m for m in args.models if m not in SPLIT_MODELS]
     if unknown:
@@ -108,10 +108,10 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from a2c.display.reporting import Table
     from a2c.llm.convert import prepared_dir
     from a2c.llm.embedded import EMBEDDED_MODELS
     from a2c.llm.split_gguf import SplitGGUF
-    from a2c.reporting import Table
 
     rows = []
     for name, model in EMBEDDED_MODELS.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 
 class OutputError(A2CError):
@@ -20,7 +20,7 @@ class OutputError(A2CError):
 
 def _run_file(path: Path) -> Path | None:
     """The run folder whose read-back file `path` is (after following links), or None."""
-    from a2c.pipeline import MARKERS, read_back_files
+    from a2c.run.pipeline import MARKERS, read_back_files
 
     target = path.resolve()
     folder = target.parent

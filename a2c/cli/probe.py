@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
-from a2c.errors import A2CError
-from a2c.untrusted import has_surrogate, is_blank, printable
-from a2c.wording import plural
+from a2c.common.errors import A2CError
+from a2c.common.untrusted import has_surrogate, is_blank, printable
+from a2c.common.wording import plural
 
 if TYPE_CHECKING:
     from a2c.choose import Choice
@@ -323,8 +323,8 @@ def _probe(args: argparse.Namespace) -> int:
 def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int]:
     """The variation and A2C settings and seed: a QA config's (`--config`), else the defaults a run has;
     `--temperatures` and `--seed` override either."""
-    from a2c.config_file import load_config
     from a2c.qa.config import A2CConfig, ExperimentConfig, VariationConfig
+    from a2c.run.config_file import load_config
 
     variation, a2c, seed = VariationConfig(), A2CConfig(), 0
     if args.config is not None:

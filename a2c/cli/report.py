@@ -33,7 +33,7 @@ def check_human_labels(path: Path) -> None:
     """A labels file the report can use: UTF-8 text (the error names the line) whose numeric labels are
     finite. NaN or inf parse as numbers and used to crash the rank correlation (exit 1, no file named);
     everything else about the file the report checks itself."""
-    from a2c.files import read_text
+    from a2c.common.files import read_text
     from a2c.qa.report import ReportError, read_human_labels
 
     if not path.is_file():
@@ -50,8 +50,8 @@ def check_human_labels(path: Path) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from a2c.llm.progress import generation_progress
-    from a2c.open_run import stored_run
-    from a2c.pipeline import report_run
+    from a2c.run.open_run import stored_run
+    from a2c.run.pipeline import report_run
 
     if args.human_labels is not None:
         check_human_labels(args.human_labels)  # before rescoring, which loads models

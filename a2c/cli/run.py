@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from a2c.config import RunConfig
     from a2c.llm import GeneratorConfig
+    from a2c.settings.config import RunConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def apply_overrides(config: RunConfig, *, limit: int | None, no_cache: bool,
                     dataset_path: Path | None = None) -> RunConfig:
     """The config a run uses once the command-line flags are applied on top of the file."""
-    from a2c.config import ConfigError
+    from a2c.settings.config import ConfigError
 
     if dataset_path is not None:
         config = with_dataset_path(config, dataset_path)
@@ -64,8 +64,8 @@ def with_dataset_path(config: RunConfig, path: Path) -> RunConfig:
     config's own `dataset.path` would be (relative to the working folder, as every command-line path)."""
     from pydantic import BaseModel, ValidationError
 
-    from a2c.config import ConfigError
-    from a2c.tasks import task_of
+    from a2c.run.tasks import task_of
+    from a2c.settings.config import ConfigError
 
     dataset = getattr(config, "dataset", None)
     if not isinstance(dataset, BaseModel) or "path" not in type(dataset).model_fields:
@@ -103,19 +103,19 @@ def batch_sizes(config: RunConfig) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from a2c.config_file import load_config
     from a2c.llm.progress import generation_progress, status
-    from a2c.tasks import task_of
+    from a2c.run.config_file import load_config
+    from a2c.run.tasks import task_of
 
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
         with status("preparing the run (config, libraries, servers, models)"):  # seconds on a busy CPU
             # the config first: a mistake in it is reported before the pipeline's libraries load
             config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
                                      dataset_path=args.dataset_path)
-            from a2c.faults import gpu_memory_fault
             from a2c.llm.server import check_servers
-            from a2c.pipeline import run_experiment
-            from a2c.runpaths import run_output
+            from a2c.run.pipeline import run_experiment
+            from a2c.settings.runpaths import run_output
+            from a2c.system.faults import gpu_memory_fault
 
             check_servers(served_generators(config))  # a server that is down fails now, not after retries
             check_models = task_of(config).check_models

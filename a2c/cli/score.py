@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from a2c.cli.outputs import check_output_folder
-from a2c.errors import A2CError
-from a2c.files import read_text
-from a2c.untrusted import is_blank, printable, spreadsheet_cell
-from a2c.wording import plural
+from a2c.common.errors import A2CError
+from a2c.common.files import read_text
+from a2c.common.untrusted import is_blank, printable, spreadsheet_cell
+from a2c.common.wording import plural
 
 if TYPE_CHECKING:
     from a2c.data.tables import Row
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _similarity(text: str) -> Any:
     """One `-s NAME[:OPT=V,...]`, its problems named by the flag."""
-    from a2c.components import SpecError
+    from a2c.common.components import SpecError
     from a2c.qa.config import SimilarityConfig
 
     try:

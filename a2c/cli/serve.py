@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
-from a2c.errors import A2CError
-from a2c.untrusted import is_blank
+from a2c.common.errors import A2CError
+from a2c.common.untrusted import is_blank
 
 API_KEY_ENV = "A2C_SERVE_API_KEY"
 UPSTREAM_KEY_FROM_FILE = "A2C_SERVE_UPSTREAM_KEY"  # where a key read from --upstream-key-file is kept
@@ -119,7 +119,7 @@ def _upstream_key_env(args: argparse.Namespace) -> str | None:
         return args.upstream_key_env
     if args.upstream_key_env is not None:
         raise A2CError("give --upstream-key-env or --upstream-key-file, not both")
-    from a2c.files import read_text
+    from a2c.common.files import read_text
 
     key = read_text(args.upstream_key_file, A2CError, what="upstream key file").strip()
     if not key:

@@ -1,6 +1,6 @@
 """Dataset errors are user-facing: they name the file, row or source that failed."""
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 
 class DatasetError(A2CError, ValueError):

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.common.files import DEFAULT_ENCODING, read_text
+from a2c.common.untrusted import UntrustedInputError, parse_json
 from a2c.data.errors import DatasetError
-from a2c.files import DEFAULT_ENCODING, read_text
-from a2c.untrusted import UntrustedInputError, parse_json
 
 ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
 

@@ -14,7 +14,7 @@ import numpy as np
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.inspect.metrics import CORRECT, auroc, prr
 from a2c.inspect.solver import EVIDENCE
 from a2c.judges import Judge, build_judge

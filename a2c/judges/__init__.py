@@ -12,7 +12,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from a2c.hub import ModelNotFoundError
     from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
     from a2c.judges.hf import LabelError, PromptError, TruncationWarning
     from a2c.judges.presets import (
@@ -24,11 +23,12 @@ if TYPE_CHECKING:
         load_preset,
         validate_options,
     )
+    from a2c.system.hub import ModelNotFoundError
 
 # module → the public names it defines, imported on first use (as `a2c.metrics` does): a config check that
 # names `JudgeSpec` does not load the transformers judges' module, nor numpy with it
 _MODULES: dict[str, tuple[str, ...]] = {
-    "a2c.hub": ("ModelNotFoundError",),
+    "a2c.system.hub": ("ModelNotFoundError",),
     "a2c.judges.base": ("JUDGES", "Judge", "JudgeError", "JudgeOptions", "JudgeStats", "Pair",
                         "PairwiseJudge"),
     "a2c.judges.hf": ("LabelError", "PromptError", "TruncationWarning"),

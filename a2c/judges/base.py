@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, runtime_ch
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from a2c.cache import DEFAULT_CACHE_PATH, Cache, NoCache, damaged_cache, make_key, open_cache
-from a2c.devices import Device
-from a2c.errors import A2CError
-from a2c.registry import Registry
-from a2c.text import normalize
+from a2c.common.errors import A2CError
+from a2c.common.registry import Registry
+from a2c.common.text import normalize
+from a2c.system.cache import DEFAULT_CACHE_PATH, Cache, NoCache, damaged_cache, make_key, open_cache
+from a2c.system.devices import Device
 
 if TYPE_CHECKING:  # numpy loads when a judge scores, not when a config naming judges is read
     import numpy as np

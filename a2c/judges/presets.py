@@ -23,10 +23,10 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from a2c import components
-from a2c.components import ComponentSpec
-from a2c.errors import A2CError
-from a2c.files import parse_yaml, read_text
+from a2c.common import components
+from a2c.common.components import ComponentSpec
+from a2c.common.errors import A2CError
+from a2c.common.files import parse_yaml, read_text
 from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions
 from a2c.llm.base import Generator
 from a2c.resources import shipped_or_path

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from a2c.cache import open_cache
 from a2c.llm.backends import BACKENDS
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats, Generator, Message
 from a2c.llm.config import AnyGeneratorConfig, GeneratorConfig, validate_generator
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.progress import status
 from a2c.llm.sampling import CachedGenerator
+from a2c.system.cache import open_cache
 
 __all__ = [
     "BACKENDS",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from a2c.devices import resolve_device
+from a2c.common.registry import Registry
 from a2c.llm.config import OpenAIConfig, ScriptedConfig, TransformersConfig, VLLMConfig
 from a2c.llm.sampling import SampleBackend
-from a2c.registry import Registry
+from a2c.system.devices import resolve_device
 
 BackendFactory = Callable[..., SampleBackend]  # called with the config model registered under its name
 BACKENDS: Registry[BackendFactory] = Registry("generation backend")

@@ -29,12 +29,12 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.devices import Device, device_type, resolve_device
+from a2c.common.redact import redact
+from a2c.common.registry import Registry, UnknownNameError
 from a2c.llm.context import ContextPolicy
 from a2c.llm.embedded import DEFAULT_MODEL
-from a2c.redact import redact
-from a2c.registry import Registry, UnknownNameError
+from a2c.system.cache import DEFAULT_CACHE_PATH
+from a2c.system.devices import Device, device_type, resolve_device
 
 DEFAULT_BACKEND = "transformers"
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
@@ -110,7 +110,7 @@ class InProcessConfig(GeneratorConfig):
     """What the backends that load the model into a2c's process share: device, dtype, batches, context."""
 
     batch_size: int = Field(32, ge=1, description="prompts per batch")
-    # auto: the first GPU torch sees, else the CPU (a2c.devices); checked when the config loads
+    # auto: the first GPU torch sees, else the CPU (a2c.system.devices); checked when the config loads
     device: Device = "auto"
     # auto: bfloat16 on a GPU that supports it, float32 on the CPU (the backend decides)
     dtype: Dtype = "auto"
@@ -281,7 +281,7 @@ def validate_generator(data: Any) -> GeneratorConfig:
 
 
 def generator_slice(config: GeneratorConfig) -> dict[str, Any]:
-    """A generator as the request cache serves it, so a run's stage (`a2c.stage`) is reused exactly when
+    """A generator as the request cache serves it, so a run's stage (`a2c.run.stage`) is reused exactly when
     the cache would serve its generations: the request cache key plus the context a long prompt is cut to
     (batch sizes, URLs, timeouts, the cache path and `context_policy`, which only refuses or cuts, change no
     output). An in-process backend cuts prompts itself (a server applies its own limit), and draws

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm.base import GenerationRequest
 
 ContextPolicy = Literal["truncate", "refuse"]

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm.embedded import resolve_model
 from a2c.llm.split_gguf import models_cache
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from a2c.hub import ModelNotFoundError
 from a2c.llm.split_gguf import SplitGGUF, numbered_parts
+from a2c.system.hub import ModelNotFoundError
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 

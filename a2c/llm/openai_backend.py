@@ -14,7 +14,7 @@ the rest are abandoned. The workers are daemon threads, so abandoned requests ne
 thread pool joins its threads at exit, which kept Ctrl-C waiting on every queued request and retry). With
 `keep_going` (`a2c serve`: one client's failed prompt must not fail the others' questions) a failed
 request stops nothing; `run` names every failed one once the rest are done. While a run is going, the
-first SIGINT or SIGTERM is turned into an event of the main loop (`a2c.interrupts`), so it never lands
+first SIGINT or SIGTERM is turned into an event of the main loop (`a2c.system.interrupts`), so it never lands
 in the middle of a cache write; the second raises at once.
 """
 
@@ -41,8 +41,8 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from a2c.errors import A2CError
-from a2c.interrupts import first_interrupt_as_event
+from a2c.common.errors import A2CError
+from a2c.common.redact import redact, remember_secret
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import OpenAIConfig
 from a2c.llm.connections import Connections, status_error
@@ -50,7 +50,7 @@ from a2c.llm.deadline import deadline_at
 from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, FailedJobs, SampleResult
 from a2c.llm.server import model_identity
-from a2c.redact import redact, remember_secret
+from a2c.system.interrupts import first_interrupt_as_event
 
 
 class BackendError(A2CError):

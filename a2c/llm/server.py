@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm.config import GeneratorConfig, OpenAIConfig
 
 # the fields of a /models entry that say which weights are served; others (created, owned_by,

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from a2c.errors import A2CError
-from a2c.hub import ModelNotFoundError
+from a2c.common.errors import A2CError
+from a2c.system.hub import ModelNotFoundError
 
 CACHE_ENV = "A2C_MODELS_CACHE"
 _CHUNK = 1 << 20

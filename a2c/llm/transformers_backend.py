@@ -24,8 +24,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from a2c.devices import device_type
-from a2c.hub import from_pretrained
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import DecodeLoop
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
@@ -34,6 +32,8 @@ from a2c.llm.embedded import ModelSource, resolve_model
 from a2c.llm.progress import decoding_step, reading_prompts
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
+from a2c.system.devices import device_type
+from a2c.system.hub import from_pretrained
 
 if TYPE_CHECKING:
     import torch

@@ -25,8 +25,8 @@ The engine runs in child processes (`VLLM::EngineCore`, which starts `VLLM::Work
 a2c: engines are shut down explicitly at exit (`shutdown_engines`, also `VLLMBackend.close`), and a Ctrl-C
 while the engine starts is held until it is up, then stops it (vLLM's start-up swallowed it and then
 waited 600 s for an engine that was gone). vLLM's CPU build starts its processes with `spawn`, so they
-cannot be tied to a2c's life (`PR_SET_PDEATHSIG`) from here; a watchdog process (`a2c.reaper`) kills them
-when a2c is gone, after a SIGKILL too.
+cannot be tied to a2c's life (`PR_SET_PDEATHSIG`) from here; a watchdog process (`a2c.system.reaper`) kills
+them when a2c is gone, after a SIGKILL too.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from a2c.devices import device_type, resolve_device
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import VLLMConfig
 from a2c.llm.context import ContextGuard
@@ -54,7 +53,8 @@ from a2c.llm.progress import engine_requests
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 from a2c.llm.top_p import sampling_args
-from a2c.reaper import reaper
+from a2c.system.devices import device_type, resolve_device
+from a2c.system.reaper import reaper
 
 
 def vllm_model_path(model: str) -> str:

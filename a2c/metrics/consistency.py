@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from a2c.common.text import normalize
 from a2c.metrics.set_metrics import SetMetric
-from a2c.text import normalize
 
 
 def cons_lex(outputs: Sequence[str]) -> float | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.metrics.binomial import binomial
 
 Progress = Callable[[float], None]  # told each piece of work done, in `exact_work` units

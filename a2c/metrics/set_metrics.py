@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from a2c.registry import Registry
+from a2c.common.registry import Registry
 
 if TYPE_CHECKING:
     import numpy as np

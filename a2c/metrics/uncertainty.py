@@ -34,7 +34,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from a2c.registry import Registry
+from a2c.common.registry import Registry
 
 ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
 KLE_TIME = 0.3  # LM-Polygraph's heat-kernel time t (its default, from the KLE paper)

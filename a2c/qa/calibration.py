@@ -7,8 +7,8 @@ confident — and its *label* is whether the answer A2C gives from that source (
 majority of the source's rank choices) is accurate under a similarity (R1-A by default). A question whose
 rank replies named no option has no answer to label and is left out (counted).
 
-`calibration_file` fits the map (`a2c.calibration_maps`), picks the signal by cross-validated AURC of the
-calibrated score unless one is named, reports out-of-sample figures by cross-fitting (each unit's
+`calibration_file` fits the map (`a2c.metrics.calibration_maps`), picks the signal by cross-validated AURC of
+the calibrated score unless one is named, reports out-of-sample figures by cross-fitting (each unit's
 confidence from a map fitted without it), and with a risk bound picks the decline threshold by
 Learn-then-Test (`a2c.metrics.risk_control`) on questions the map was not fitted on. The result is a
 versioned `calibration.json`: what was fitted, on which run (its files' digest, model and answer
@@ -28,9 +28,10 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from a2c.calibration_maps import FittedMap, MapKind, fit_map
-from a2c.errors import A2CError
-from a2c.files import read_text
+from a2c.common.errors import A2CError
+from a2c.common.files import read_text
+from a2c.common.seeds import stable_seed
+from a2c.metrics.calibration_maps import FittedMap, MapKind, fit_map
 from a2c.metrics.risk_control import learn_then_test, threshold_grid
 from a2c.metrics.selective import (
     RISKS,
@@ -47,9 +48,8 @@ from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
 from a2c.qa.summary import judge_label, signal_scores, uncertainty_name, uncertainty_scores
-from a2c.seeds import stable_seed
-from a2c.stage import json_digest
-from a2c.store import Store
+from a2c.run.stage import json_digest
+from a2c.run.store import Store
 
 CALIBRATION_FORMAT: Final = "a2c-calibration"
 CALIBRATION_VERSION: Final = 1

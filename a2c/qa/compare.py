@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from a2c.display.reporting import Table, fmt, png_bytes, pyplot
+from a2c.display.viewdata import Image, Section, TableBlock, Text
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.qa.config import ExperimentConfig
@@ -46,11 +48,9 @@ from a2c.qa.rows import (
 )
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import QASummary, judge_label
-from a2c.reporting import Table, fmt, png_bytes, pyplot
-from a2c.runfiles import RunFile
-from a2c.store import RunFolder
-from a2c.tasks import CompareError, Comparer, OpenedRun
-from a2c.viewdata import Image, Section, TableBlock, Text
+from a2c.run.runfiles import RunFile
+from a2c.run.store import RunFolder
+from a2c.run.tasks import CompareError, Comparer, OpenedRun
 
 RESAMPLES = 2000
 LEVEL = 0.95

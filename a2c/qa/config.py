@@ -19,14 +19,14 @@ from pydantic import (
     model_validator,
 )
 
-from a2c.components import ComponentSpec, expand
-from a2c.config import RunConfig, StrictModel, registered
-from a2c.config_paths import Data, PathKey, generator_keys
-from a2c.errors import A2CError, RenamedKeyWarning
-from a2c.files import DEFAULT_ENCODING, check_encoding
+from a2c.common.components import ComponentSpec, expand
+from a2c.common.errors import A2CError, RenamedKeyWarning
+from a2c.common.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
 from a2c.qa.data.columns import ColumnMap
 from a2c.qa.idk import DEFAULT_IDK_TEXT
+from a2c.settings.config import RunConfig, StrictModel, registered
+from a2c.settings.config_paths import Data, PathKey, generator_keys
 
 
 class DatasetConfig(StrictModel):
@@ -113,7 +113,7 @@ class VariationConfig(StrictModel):
     @field_validator("techniques")
     @classmethod
     def _known_techniques(cls, techniques: list[str | TechniqueConfig]) -> list[str | TechniqueConfig]:
-        from a2c.paraphrase import DEFAULT_TECHNIQUES
+        from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES
 
         known = {t.name for t in DEFAULT_TECHNIQUES}
         for t in techniques:
@@ -123,7 +123,7 @@ class VariationConfig(StrictModel):
         return techniques
 
     def resolved_techniques(self) -> list[Any]:
-        from a2c.paraphrase import DEFAULT_TECHNIQUES, Technique
+        from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES, Technique
 
         by_name = {t.name: t for t in DEFAULT_TECHNIQUES}
         return [by_name[t] if isinstance(t, str) else Technique(**t.model_dump()) for t in self.techniques]

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from a2c.common.text import normalize
+from a2c.display.reporting import Table, fmt
 from a2c.qa.rows import SOURCES, AnswerField, ChoiceRow, GenerationRow, Source
-from a2c.reporting import Table, fmt
-from a2c.text import normalize
 
 FORMAT_FOLLOWING_NOTE = (
     "The paper's hypothesis is that Ask-to-Choose needs a model that follows the rank prompt. Per source: "

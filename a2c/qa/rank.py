@@ -12,13 +12,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from a2c.common.seeds import stable_seed
+from a2c.common.text import normalize
 from a2c.llm.base import GenerationRequest, Generator
-from a2c.paraphrase import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
-from a2c.prompts import load_template
+from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
+from a2c.prompting.prompts import load_template
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.qa.rows import ChoiceRow, ParseMethod, Source
-from a2c.seeds import stable_seed
-from a2c.text import normalize
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from a2c.common.files import read_text
 from a2c.data.tables import csv_rows
-from a2c.files import read_text
+from a2c.display.reporting import ReportError, Table, fmt, png_bytes, pyplot
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
@@ -36,9 +37,8 @@ from a2c.qa.summary import (
     read_summary,
     signal_groups,
 )
-from a2c.reporting import ReportError, Table, fmt, png_bytes, pyplot
-from a2c.runfiles import RunFile
-from a2c.store import Store
+from a2c.run.runfiles import RunFile
+from a2c.run.store import Store
 
 REPORT = RunFile("report.md")
 TABLE_BEFORE_AFTER = RunFile("table_before_after.csv")

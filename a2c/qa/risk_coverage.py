@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from a2c.display.reporting import Table, fmt, png_bytes, pyplot
 from a2c.metrics.selective import (
     RISKS,
     Estimate,
@@ -25,9 +26,8 @@ from a2c.metrics.selective import risk_coverage as curve
 from a2c.qa.calibration import CalibrationError, Units, cross_fitted, default_similarity, run_units
 from a2c.qa.rows import SOURCES, Source
 from a2c.qa.summary import QASummary
-from a2c.reporting import Table, fmt, png_bytes, pyplot
-from a2c.runfiles import RunFile
-from a2c.store import Store
+from a2c.run.runfiles import RunFile
+from a2c.run.store import Store
 
 TABLE_DECLINE = RunFile("table_answer_or_decline.csv")
 PLOT_RISK_COVERAGE = RunFile("risk_coverage.png")

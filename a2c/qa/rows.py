@@ -2,7 +2,7 @@
 decoding wrapper read back.
 
 Every file is declared once here with its row type (`PARAPHRASES`, `GENERATIONS`, ...; the file kinds are
-`a2c.runfiles`). File names and JSON field names are those of earlier a2c versions, so old run folders
+`a2c.run.runfiles`). File names and JSON field names are those of earlier a2c versions, so old run folders
 still read.
 """
 
@@ -14,7 +14,7 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from a2c.metrics.sets import JudgeScores
-from a2c.runfiles import MatricesFile, Row, RowsFile, RunFile
+from a2c.run.runfiles import MatricesFile, Row, RowsFile, RunFile
 
 Source = Literal["paraphrase", "temperature"]  # in-context paraphrases (Y_c) or temperatures (Y_t)
 SOURCES: tuple[Source, ...] = get_args(Source)

@@ -17,13 +17,13 @@ from typing import Any, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from a2c.components import one_line, validate_options
-from a2c.devices import Device
-from a2c.errors import A2CError
+from a2c.common.components import one_line, validate_options
+from a2c.common.errors import A2CError
+from a2c.common.registry import Registry
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics import overlap as lexical
 from a2c.qa.data import QARecord
-from a2c.registry import Registry
+from a2c.system.devices import Device
 
 # TruthfulQA's default BLEURT size (BLEURT-base-128), ported to transformers
 DEFAULT_BLEURT_MODEL = "Elron/bleurt-base-128"
@@ -82,7 +82,8 @@ class RougeOptions(SimilarityOptions):
 
 
 class ModelSimilarityOptions(SimilarityOptions):
-    """Similarities that run a model: where it runs (`a2c.devices`; auto: sentence-transformers' choice)."""
+    """Similarities that run a model: where it runs (`a2c.system.devices`; auto: sentence-transformers'
+    choice)."""
 
     device: Device = Field("auto", description="auto, cpu, cuda, cuda:N or mps")
 
@@ -123,9 +124,9 @@ def similarity_label(name: str) -> str:
 
 
 def similarity_options(name: str, options: Mapping[str, Any]) -> SimilarityOptions:
-    """A similarity's options checked by its model (`a2c.components`, as for every named component): unknown
-    names raise `UnknownNameError`, unknown options and bad values pydantic's `ValidationError` keyed by
-    option, so a config nests it under the entry (`accuracy.similarities.0.use_stemmer: ...`)."""
+    """A similarity's options checked by its model (`a2c.common.components`, as for every named component):
+    unknown names raise `UnknownNameError`, unknown options and bad values pydantic's `ValidationError` keyed
+    by option, so a config nests it under the entry (`accuracy.similarities.0.use_stemmer: ...`)."""
     return cast(SimilarityOptions, validate_options(SIMILARITIES.get(name).options, options, "similarity"))
 
 

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from a2c.config import registered
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
+from a2c.common.registry import Registry
+from a2c.common.seeds import stable_seed
+from a2c.common.text import normalize
 from a2c.judges import JUDGES, Judge
 from a2c.llm.base import Generator
 from a2c.llm.config import generator_slice
@@ -35,10 +37,8 @@ from a2c.metrics.selection import majority_cluster_index, medoid_index
 from a2c.qa.rank import majority_vote
 from a2c.qa.rows import SOURCES, ChoiceRow, ParseMethod, Question, SelectionRow, Source
 from a2c.qa.usc import Responses, universal_self_consistency
-from a2c.registry import Registry
-from a2c.runfiles import MatrixLookup
-from a2c.seeds import stable_seed
-from a2c.text import normalize
+from a2c.run.runfiles import MatrixLookup
+from a2c.settings.config import registered
 
 if TYPE_CHECKING:  # the config validates method names against this registry
     from a2c.qa.config import ExperimentConfig, SelectionConfig

@@ -2,7 +2,7 @@
 metrics → report.
 
 Each stage names the files it reads and writes (typed rows, `a2c.records`) and the config slice its
-outputs depend on; `a2c.stage.run_stages` runs or reuses them. Every stage is batched over the whole
+outputs depend on; `a2c.run.stage.run_stages` runs or reuses them. Every stage is batched over the whole
 dataset, in chunks of `chunk_size` questions. `ALGORITHM_1` (variation, answers, A2C) is what the
 decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of Algorithm 1.
 """
@@ -17,14 +17,15 @@ from itertools import islice
 
 import numpy as np
 
+from a2c.common.seeds import stable_seed
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.llm.config import generator_slice
 from a2c.llm.progress import status
 from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
 from a2c.metrics.set_metrics import AnswerSet, computed_metrics
-from a2c.paraphrase import paraphrase_questions
-from a2c.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
+from a2c.prompting.paraphrase import paraphrase_questions
+from a2c.prompting.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
 from a2c.qa.measures import set_measures
@@ -60,10 +61,9 @@ from a2c.qa.selection import RANDOM, SelectionInputs, method_judges, method_sett
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
-from a2c.runfiles import MatrixKey, MatrixSet, RunFileError
-from a2c.seeds import stable_seed
-from a2c.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
-from a2c.store import Store, append_rows
+from a2c.run.runfiles import MatrixKey, MatrixSet, RunFileError
+from a2c.run.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
+from a2c.run.store import Store, append_rows
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts
 

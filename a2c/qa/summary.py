@@ -41,8 +41,8 @@ from a2c.qa.rows import (
     Source,
 )
 from a2c.qa.selection import SELECTION_METHODS
-from a2c.runfiles import RunFileError
-from a2c.store import Store
+from a2c.run.runfiles import RunFileError
+from a2c.run.store import Store
 
 # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key); 2: typed; 3: selection, paired intervals,
 # uncertainty measures in the signal

@@ -1,11 +1,10 @@
-"""The QA task's entry in the task registry (`a2c.tasks`): the paper's pipeline, the default task."""
+"""The QA task's entry in the task registry (`a2c.run.tasks`): the paper's pipeline, the default task."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
-from a2c.hub import check_available
 from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
 from a2c.judges.presets import validate_options
@@ -19,8 +18,9 @@ from a2c.qa.scoring import similarity_options
 from a2c.qa.stages import METRICS_STAGE, SELECTION, STAGES, qa_context
 from a2c.qa.summary import QASummary, read_summary
 from a2c.qa.view import qa_view
-from a2c.store import Store
-from a2c.tasks import TaskSpec
+from a2c.run.store import Store
+from a2c.run.tasks import TaskSpec
+from a2c.system.hub import check_available
 
 
 def load_data(config: ExperimentConfig) -> list[QARecord]:
@@ -37,7 +37,8 @@ def check_data(config: ExperimentConfig) -> None:
 
 
 def check_models(config: ExperimentConfig) -> None:
-    """Every judge and accuracy-similarity model of the config is on disk or downloadable (`a2c.hub`)."""
+    """Every judge and accuracy-similarity model of the config is on disk or downloadable
+    (`a2c.system.hub`)."""
     for spec in config.judges:
         options = validate_options(spec.name, spec.options)
         if isinstance(options, ModelOptions):  # a transformers model (NER's spaCy package is no hub model)

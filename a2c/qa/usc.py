@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from a2c.common.text import normalize
 from a2c.llm.base import GenerationRequest, Generator
-from a2c.prompts import load_template
+from a2c.prompting.prompts import load_template
 from a2c.qa.rank import ParsedReply, RankOptions, parse_reply
-from a2c.text import normalize
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Sources of variation of a QA run (SPEC §1): cross-temperature samples and long → short answers.
 
-(The paraphrases are `a2c.paraphrase`.) Every call builds its requests for all questions at once and makes
-one `generate` call, so the backend can batch.
+(The paraphrases are `a2c.prompting.paraphrase`.) Every call builds its requests for all questions at once and
+makes one `generate` call, so the backend can batch.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from a2c.common.seeds import stable_seed
 from a2c.llm.base import GenerationRequest, Generator
-from a2c.prompts import load_template
-from a2c.seeds import stable_seed
+from a2c.prompting.prompts import load_template
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,19 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from a2c.common.text import normalize
+from a2c.display.reporting import Table
+from a2c.display.viewdata import (
+    Cell,
+    Column,
+    Heatmap,
+    ItemView,
+    Section,
+    TableBlock,
+    Text,
+    cell_text,
+    flatten,
+)
 from a2c.judges import Judge, build_judge
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics.consistency import semantic_clusters
@@ -43,11 +56,8 @@ from a2c.qa.rows import (
     Source,
 )
 from a2c.qa.scoring import score_answers, similarity_label
-from a2c.reporting import Table
-from a2c.runfiles import MatrixSet, R, RowsFile
-from a2c.store import Store
-from a2c.text import normalize
-from a2c.viewdata import Cell, Column, Heatmap, ItemView, Section, TableBlock, Text, cell_text, flatten
+from a2c.run.runfiles import MatrixSet, R, RowsFile
+from a2c.run.store import Store
 
 # the most questions a view shows: a page each, inlined in one HTML file that a browser must still open
 MAX_QUESTIONS = 2000

@@ -14,12 +14,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
+from a2c.common.wording import plural
 from a2c.judges import Judge, JudgeSpec
 from a2c.llm.base import Generator
 from a2c.llm.progress import generation_progress
 from a2c.metrics.sets import judge_scores
-from a2c.paraphrase import Technique
+from a2c.prompting.paraphrase import Technique
 from a2c.qa.calibration import Calibration, read_calibration
 from a2c.qa.choice import Choice, JudgedSet, summarize
 from a2c.qa.config import (
@@ -45,9 +46,8 @@ from a2c.qa.rows import (
 )
 from a2c.qa.selection import RANDOM, SelectionError, method_judges
 from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
-from a2c.stage import Generators, run_stages
-from a2c.store import MemoryStore
-from a2c.wording import plural
+from a2c.run.stage import Generators, run_stages
+from a2c.run.store import MemoryStore
 
 
 class AskToChoose:

@@ -24,12 +24,13 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from a2c.common.redact import redact
+from a2c.common.untrusted import UntrustedInputError, parse_json, printable
 from a2c.llm import Generator
 from a2c.llm.config import OpenAIConfig
 from a2c.llm.openai_backend import BackendError
 from a2c.llm.sampling import CachedGenerator, RequestsFailed
 from a2c.qa.decide import settings_mismatch
-from a2c.redact import redact
 from a2c.serve.batcher import Batcher, Job, QueueFull
 from a2c.serve.config import ServeConfig, SettingsError, settings_json
 from a2c.serve.engine import Answered, Ask, Engine
@@ -45,7 +46,6 @@ from a2c.serve.schema import (
     parse_request,
     stream_chunks,
 )
-from a2c.untrusted import UntrustedInputError, parse_json, printable
 
 ACCESS_LOG = "a2c.serve.access"
 
@@ -137,8 +137,8 @@ class ServeState:
                                 "steps": steps, "samples": samples})
 
 async def read_json(request: Request, limit: int, seconds: float) -> Any:
-    """The body as JSON (`a2c.untrusted.parse_json`: bounded nesting, no lone surrogates), refused with 413
-    past `limit` bytes (declared or sent) and with 408 when it has not all arrived within `seconds`."""
+    """The body as JSON (`a2c.common.untrusted.parse_json`: bounded nesting, no lone surrogates), refused with
+    413 past `limit` bytes (declared or sent) and with 408 when it has not all arrived within `seconds`."""
     too_large = APIError(413, f"the request body is larger than {limit} bytes (--max-body)",
                          code="request_too_large")
     declared = request.headers.get("content-length", "")

@@ -17,14 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from a2c.errors import A2CError
-from a2c.files import parse_yaml, read_text
+from a2c.common.errors import A2CError
+from a2c.common.files import parse_yaml, read_text
+from a2c.common.registry import UnknownNameError
 from a2c.llm import GeneratorConfig, validate_generator
 from a2c.qa.calibration import Calibration
 from a2c.qa.config import RENAMED_SECTIONS, ExperimentConfig, renamed_keys
 from a2c.qa.decide import settings_mismatch
-from a2c.registry import UnknownNameError
-from a2c.tasks import DEFAULT_TASK, TASKS, supporting
+from a2c.run.tasks import DEFAULT_TASK, TASKS, supporting
 
 # per request
 SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "ask_to_choose")

@@ -1,4 +1,5 @@
-"""OpenAI-style error answers (secrets are masked with `a2c.redact`, the masking every a2c message uses).
+"""OpenAI-style error answers (secrets are masked with `a2c.common.redact`, the masking every a2c message
+uses).
 
 Clients of an OpenAI-compatible server read `{"error": {"message", "type", "param", "code"}}` and map the
 status to an exception class (the `openai` client: 400 BadRequestError, 401 AuthenticationError, 429

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from a2c.choose import Choice
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.llm.base import Generation, GenerationRequest, WrappedGenerator
 from a2c.llm.sampling import RequestsFailed, failed_generation
 from a2c.serve.usage import anchors, mentions, subject

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from a2c.components import expand
+from a2c.common.components import expand
 from a2c.judges import JUDGES
 from a2c.qa.config import (
     RENAMED_SECTIONS,

@@ -17,12 +17,12 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from a2c.choose import Choice
+from a2c.common.text import normalize
+from a2c.common.untrusted import is_blank
 from a2c.qa.rows import Source
 from a2c.serve.config import describe
 from a2c.serve.engine import Answered
 from a2c.serve.errors import bad_request
-from a2c.text import normalize
-from a2c.untrusted import is_blank
 
 _ONE_CHOICE = "Ask-to-Choose selects one answer per request; for several, send several requests with " \
               "different `seed`s"

@@ -2,7 +2,7 @@
 
 For each run: the overview (its report.md, with the tables and plots the task's report draws, and every
 field of its summary), the item list (filterable, sortable) and a page per item, both built by the
-task's `view` entry (`a2c.tasks.TaskSpec.view`), so this package knows no task's files. Several runs of a
+task's `view` entry (`a2c.run.tasks.TaskSpec.view`), so this package knows no task's files. Several runs of a
 task that can compare them (`TaskSpec.compare`: QA's is the paper's Table 5 layout) are put side by side
 first.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from a2c.open_run import open_run
-from a2c.store import RunFolder
-from a2c.tasks import CompareError, Comparer, Comparison, OpenedRun, supporting
+from a2c.run.open_run import open_run
+from a2c.run.store import RunFolder
+from a2c.run.tasks import CompareError, Comparer, Comparison, OpenedRun, supporting
 from a2c.view.html import RunPage, render_html
 from a2c.view.overview import report_sections, summary_section
 

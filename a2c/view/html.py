@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from a2c.viewdata import Column, Heatmap, Image, ItemView, Section, TableBlock, Text
+from a2c.display.viewdata import Column, Heatmap, Image, ItemView, Section, TableBlock, Text
 
 CHUNK = 25  # item pages per compressed chunk
 

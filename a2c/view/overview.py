@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from a2c.reporting import Table
-from a2c.store import Store
-from a2c.viewdata import Block, Image, Section, TableBlock, Text, cell_text, flatten
+from a2c.display.reporting import Table
+from a2c.display.viewdata import Block, Image, Section, TableBlock, Text, cell_text, flatten
+from a2c.run.store import Store
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)\s]+)\)$")

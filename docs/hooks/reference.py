@@ -3,7 +3,7 @@
 `on_files` (an mkdocs hook, see mkdocs.yml) adds three generated pages: the CLI from `a2c.cli.build_parser`,
 the configuration from the pydantic models' JSON schemas (a field's description is its `description=` or,
 where the code keeps it as a comment on the field's line, that comment), and the registries from
-`a2c.registry.Registry` objects. `tests/test_docs_reference.py` checks that every
+`a2c.common.registry.Registry` objects. `tests/test_docs_reference.py` checks that every
 flag, field and registry name appears in them.
 """
 
@@ -266,18 +266,18 @@ def config_page() -> str:
 
 def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     """(title, where, [(name, what it is)]) for every registry a config names components from."""
-    from a2c.calibration_maps import CALIBRATION_METHODS
     from a2c.classification.perturbations import PERTURBATIONS
     from a2c.judges.base import JUDGES
     from a2c.llm.config import GENERATOR_CONFIGS
+    from a2c.metrics.calibration_maps import CALIBRATION_METHODS
     from a2c.metrics.set_metrics import SET_METRICS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
     from a2c.qa.data import DATASETS
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
-    from a2c.tasks import TASKS
+    from a2c.run.tasks import TASKS
 
-    yield ("Tasks (`task:`)", "a2c.tasks.TASKS`, `a2c.tasks.TASK_CONFIGS",
+    yield ("Tasks (`task:`)", "a2c.run.tasks.TASKS`, `a2c.run.tasks.TASK_CONFIGS",
            [(n, f"config model `{t.config.__name__}`") for n, t in TASKS.items()])
     yield ("Generation backends (`generator.backend:`)",
            "a2c.llm.backends.BACKENDS`, `a2c.llm.config.GENERATOR_CONFIGS",
@@ -300,7 +300,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
            [(n, f"path: {d.path}; settings: {', '.join(sorted(d.settings)) or 'none'}")
             for n, d in DATASETS.items()])
     yield ("Calibration methods (`a2c calibrate --method`)",
-           "a2c.calibration_maps.CALIBRATION_METHODS",
+           "a2c.metrics.calibration_maps.CALIBRATION_METHODS",
            [(n, _first_line(f.__doc__)) for n, f in CALIBRATION_METHODS.items()])
     yield ("Perturbations (classification suites)", "a2c.classification.perturbations.PERTURBATIONS",
            [(n, _first_line(getattr(p.build, "__doc__", None))) for n, p in PERTURBATIONS.items()])

@@ -13,7 +13,7 @@ from lm_eval.tasks.truthfulqa import utils
 from lm_eval.tasks.truthfulqa.utils import process_docs_gen, process_results_gen
 from lm_eval.utils import apply_template
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 
 # lm-eval's own truthfulqa_gen task, whose prompt this task asks

@@ -14,14 +14,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from a2c.common.files import DEFAULT_ENCODING
+from a2c.common.registry import Registry
 from a2c.data.errors import DatasetError
-from a2c.files import DEFAULT_ENCODING
 from a2c.qa.data.columns import TRUTHFULQA_HUB_COLUMNS, ColumnMap
 from a2c.qa.data.own import DatasetSource, load_file, load_hub
 from a2c.qa.data.quickstart import load_quickstart
 from a2c.qa.data.records import QARecord
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv, load_truthfulqa_hub, records_from_hf_rows
-from a2c.registry import Registry
 
 
 @dataclass(frozen=True)

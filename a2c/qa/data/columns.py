@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from a2c.common.untrusted import is_blank, parse_json
 from a2c.data.errors import DatasetError
 from a2c.data.tables import Row, Table
 from a2c.qa.data.records import QARecord, split_references, with_best
-from a2c.untrusted import is_blank, parse_json
 
 LIST_FIELDS = ("correct", "incorrect")
 

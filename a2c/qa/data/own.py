@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from a2c.common.files import DEFAULT_ENCODING
 from a2c.data.errors import DatasetError
 from a2c.data.tables import Row, Table, read_table
-from a2c.files import DEFAULT_ENCODING
 from a2c.qa.data.columns import ColumnMap, records_from_table
 from a2c.qa.data.records import QARecord
 
@@ -45,7 +45,7 @@ def load_file(source: DatasetSource) -> list[QARecord]:
 def hub_table(repo: str, config: str | None, split: str | None, revision: str | None) -> Table:
     """The rows of a hub dataset as a `Table` (`owner/name:row N` per row), or one DatasetError saying how
     to use a local file instead when the hub is off, unreachable or does not have it."""
-    from a2c.hub import hub_offline, hub_unreachable
+    from a2c.system.hub import hub_offline, hub_unreachable
 
     what = f"hub dataset {repo!r}" + (f" (config {config!r})" if config else "")
     try:

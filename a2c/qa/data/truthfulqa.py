@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from a2c.common.files import DEFAULT_ENCODING, read_text
+from a2c.common.untrusted import is_blank
 from a2c.data.errors import DatasetError
 from a2c.data.tables import ENCODING_HINT, Row, Table, csv_rows
-from a2c.files import DEFAULT_ENCODING, read_text
 from a2c.qa.data.columns import TRUTHFULQA_HUB_COLUMNS, records_from_table
 from a2c.qa.data.own import hub_table
 from a2c.qa.data.records import QARecord, split_references, with_best
-from a2c.untrusted import is_blank
 
 HF_DATASET = "truthfulqa/truthful_qa"
 HF_CONFIG = "generation"

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar
 
-from a2c.config import RunConfig
 from a2c.llm import GenerationStats, Generator, build_generator
 from a2c.llm.progress import bar, status, ticking
-from a2c.runfiles import RunFile, RunFileError
-from a2c.store import Store
+from a2c.run.runfiles import RunFile, RunFileError
+from a2c.run.store import Store
+from a2c.settings.config import RunConfig
 
 T = TypeVar("T")
 C = TypeVar("C", bound=RunConfig)

@@ -1,8 +1,8 @@
 """What every task's config shares, and how a config file's problems are reported.
 
 A task's config model (QA's `ExperimentConfig`, classification's `ClassificationConfig`) derives from
-`RunConfig`; `a2c.config_file` reads a config file into one, picking the model by the file's `task` key
-(`a2c.tasks.TASK_CONFIGS`). Every validation problem is reported as `file:line: key: message`.
+`RunConfig`; `a2c.run.config_file` reads a config file into one, picking the model by the file's `task` key
+(`a2c.run.tasks.TASK_CONFIGS`). Every validation problem is reported as `file:line: key: message`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from a2c.errors import A2CError
-from a2c.files import node_line
+from a2c.common.errors import A2CError
+from a2c.common.files import node_line
+from a2c.common.registry import Registry, UnknownNameError
 from a2c.llm.config import AnyGeneratorConfig, TransformersConfig
-from a2c.registry import Registry, UnknownNameError
-from a2c.runpaths import run_name, run_output
+from a2c.settings.runpaths import run_name, run_output
 
 if TYPE_CHECKING:
-    from a2c.config_paths import PathKey
+    from a2c.settings.config_paths import PathKey
 
 
 class ConfigError(A2CError, ValueError):
@@ -45,7 +45,7 @@ class StrictModel(BaseModel):
 class RunConfig(StrictModel):
     """The settings every task's run has: its name and folder, the seed, the models, the batching."""
 
-    # the config keys of the task that hold paths besides the core's (`a2c.config_paths`)
+    # the config keys of the task that hold paths besides the core's (`a2c.settings.config_paths`)
     path_keys: ClassVar[tuple[PathKey, ...]] = ()
 
     task: str

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2c.config import RunConfig
-from a2c.config_file import parse_stored_config
-from a2c.errors import A2CError
-from a2c.store import RunFolder
-from a2c.tasks import OpenedRun, TaskSpec, task_of
+from a2c.common.errors import A2CError
+from a2c.run.config_file import parse_stored_config
+from a2c.run.store import RunFolder
+from a2c.run.tasks import OpenedRun, TaskSpec, task_of
+from a2c.settings.config import RunConfig
 
 RUN_FILE = "run.json"  # marks an a2c run folder and names its experiment
 CONFIG_FILE = "config.yaml"  # the resolved config of the last `a2c run`

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from a2c.errors import A2CError
-from a2c.files import parse_yaml, read_text
+from a2c.common.errors import A2CError
+from a2c.common.files import parse_yaml, read_text
 from a2c.llm.base import Message
 from a2c.llm.render import flatten
 from a2c.resources import shipped_or_path

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 LOCK_FILE = ".a2c.lock"
 

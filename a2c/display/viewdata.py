@@ -1,7 +1,7 @@
 """What a task hands the run viewer (`a2c view`): one row per item for the list, and one page per item.
 
-Task-neutral, like `a2c.reporting`: a wing builds an `ItemView` from its own rows (`TaskSpec.view`), and
-the viewer (`a2c.view`) turns it into one HTML file without knowing the task. A page is a list of
+Task-neutral, like `a2c.display.reporting`: a wing builds an `ItemView` from its own rows (`TaskSpec.view`),
+and the viewer (`a2c.view`) turns it into one HTML file without knowing the task. A page is a list of
 sections made of four kinds of block (table, heatmap, text, image), so one page script draws the pages
 of every task.
 """
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from a2c.reporting import Table, fmt
+from a2c.display.reporting import Table, fmt
 
 Cell = str | int | float | bool | None  # a value of the item list: numbers sort as numbers, flags filter
 

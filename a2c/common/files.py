@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 # UTF-8 with or without the byte-order mark that spreadsheet programs put in front of a CSV
 DEFAULT_ENCODING = "utf-8-sig"

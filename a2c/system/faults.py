@@ -13,7 +13,7 @@ import errno
 import os
 from collections.abc import Mapping
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 _RESUME = "finished stages and model calls are kept, so a rerun resumes"
 # errno → (what happened, what to do)

@@ -24,8 +24,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from a2c.faults import environment_fault
-from a2c.runfiles import MatricesFile, MatrixKey, MatrixSet, R, RowsFile, RunFileError
+from a2c.run.runfiles import MatricesFile, MatrixKey, MatrixSet, R, RowsFile, RunFileError
+from a2c.system.faults import environment_fault
 
 # a stream is written beside its file under this name and renamed into place when it is complete
 _TEMP = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.tmp")

@@ -16,7 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 
 class RunFileError(A2CError):
@@ -78,7 +78,8 @@ MatrixKey = tuple[str, str, str]  # (judge, set, item id): a QA set is a source 
 
 
 class MatrixLookup(Protocol):
-    """Matrices by (judge, set, item id): a `MatrixSet` in memory, or `a2c.store.MatrixReader` on a file."""
+    """Matrices by (judge, set, item id): a `MatrixSet` in memory, or `a2c.run.store.MatrixReader` on a
+    file."""
 
     def __getitem__(self, key: MatrixKey) -> np.ndarray: ...
 

@@ -3,7 +3,7 @@
 A statement ("The capital of France is Paris.") or a question that names an answer lets the model agree
 with the text instead of answering the question, which inflates consistency; an open question turned into a
 yes/no one ("What happens if you swallow gum?" → "Does gum swallow you?") is answered "no", which is no
-answer to the original. The rules, on words after `a2c.text.normalize`:
+answer to the original. The rules, on words after `a2c.common.text.normalize`:
 
 - *A question* ends with "?" (closing quotes and brackets aside), or, without a closing "." or "!", its last
   sentence opens with an interrogative word: a wh-word (what, which, who, whom, whose, when, where, why, how)
@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from a2c.text import normalize
+from a2c.common.text import normalize
 
 QuestionType = Literal["open", "yes/no"]
 

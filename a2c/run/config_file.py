@@ -1,8 +1,8 @@
 """A config file becomes a task's validated config here, in one pass down the floors: the file's text
-(`a2c.files`), its YAML, the task's config model (`a2c.tasks.TASK_CONFIGS`, by the top-level `task` key,
-`qa` when absent), its paths read from the file's folder (`a2c.config_paths`), validation (`a2c.config`),
-and the task's data read through. Each step calls the next one down and hands its result back; none calls
-up, so a problem is reported by the step that found it, as `file:line: key: message`.
+(`a2c.common.files`), its YAML, the task's config model (`a2c.run.tasks.TASK_CONFIGS`, by the top-level `task`
+key, `qa` when absent), its paths read from the file's folder (`a2c.settings.config_paths`), validation
+(`a2c.settings.config`), and the task's data read through. Each step calls the next one down and hands its
+result back; none calls up, so a problem is reported by the step that found it, as `file:line: key: message`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from a2c.config import ConfigError, RunConfig, validate_config
-from a2c.config_paths import resolve_config_paths
-from a2c.errors import RenamedKeyWarning
-from a2c.files import node_line, parse_yaml, read_text
-from a2c.registry import UnknownNameError
-from a2c.tasks import DEFAULT_TASK, TASK_CONFIGS, task_of
+from a2c.common.errors import RenamedKeyWarning
+from a2c.common.files import node_line, parse_yaml, read_text
+from a2c.common.registry import UnknownNameError
+from a2c.run.tasks import DEFAULT_TASK, TASK_CONFIGS, task_of
+from a2c.settings.config import ConfigError, RunConfig, validate_config
+from a2c.settings.config_paths import resolve_config_paths
 
 
 def load_config(path: str | Path, *, paths_from_file: bool = True) -> RunConfig:

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from a2c.registry import Registry
+from a2c.common.registry import Registry
 
 MapKind = Literal["isotonic", "platt"]
 

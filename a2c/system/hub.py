@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from a2c.errors import A2CError
+from a2c.common.errors import A2CError
 
 HUB_TIMEOUT = 5.0  # seconds to wait for the hub's first answer before calling it unreachable
 

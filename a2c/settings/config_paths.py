@@ -1,9 +1,9 @@
 """Paths written in a config are read from the config file's folder, so a config means the same thing
 whichever folder `a2c run` starts in (a config beside its data says `path: questions.jsonl`).
 
-Applied to the YAML data before validation (`a2c.config_file.parse_config`), for the keys every run config has
-(`CORE_PATH_KEYS`) and those its task declares (its config model's `path_keys`); absolute paths are kept. A
-path that must exist and does not fails here, with the config line and the absolute path searched. Defaults
+Applied to the YAML data before validation (`a2c.run.config_file.parse_config`), for the keys every run config
+has (`CORE_PATH_KEYS`) and those its task declares (its config model's `path_keys`); absolute paths are kept.
+A path that must exist and does not fails here, with the config line and the absolute path searched. Defaults
 are not paths written in the config: the request cache (`.a2c-cache/cache.sqlite`, also when written out as
 such, as a run's stored config does) and the run folder (`runs/NAME`) stay in the working folder; paths given
 on the command line stay relative to it too."""
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import yaml
 
-from a2c.cache import DEFAULT_CACHE_PATH
-from a2c.errors import A2CError
-from a2c.files import node_line
+from a2c.common.errors import A2CError
+from a2c.common.files import node_line
+from a2c.system.cache import DEFAULT_CACHE_PATH
 
 # file: a file that must exist. yaml: a shipped name, or a YAML file that must exist (`.yaml`/`.yml`, the
 # rule of `a2c.resources.shipped_or_path`). model: a name (embedded, hub id), a `.gguf` file that must exist,
@@ -41,7 +41,8 @@ def generator_keys(*at: str) -> tuple[PathKey, ...]:
     return PathKey((*at, "cache"), "created"), PathKey((*at, "model"), "model")
 
 
-# what every run config has (`a2c.config.RunConfig`); a task adds its own (its config model's `path_keys`)
+# what every run config has (`a2c.settings.config.RunConfig`); a task adds its own (its config model's
+# `path_keys`)
 CORE_PATH_KEYS: tuple[PathKey, ...] = (
     *generator_keys("generator"), *generator_keys("aux_generator"), PathKey(("output",), "created"))
 

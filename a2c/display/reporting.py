@@ -10,8 +10,8 @@ import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from a2c.errors import A2CError
-from a2c.untrusted import spreadsheet_cell
+from a2c.common.errors import A2CError
+from a2c.common.untrusted import spreadsheet_cell
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,11 +11,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from a2c.common.seeds import stable_seed
+from a2c.common.text import normalize
 from a2c.llm.base import GenerationRequest, Generator, Message
-from a2c.paraphrase_checks import question_problem
-from a2c.prompts import PromptTemplate, load_template
-from a2c.seeds import stable_seed
-from a2c.text import normalize
+from a2c.prompting.paraphrase_checks import question_problem
+from a2c.prompting.prompts import PromptTemplate, load_template
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ def clean_paraphrase(raw: str) -> str:
 def paraphrase_problem(question: str, text: str, extra_words: int = 12,
                        references: Sequence[str] = ()) -> str | None:
     """Why a paraphrase is unusable, or None: empty, same as the question, several lines, far too long
-    (over twice the question's words plus `extra_words`), then what `a2c.paraphrase_checks` finds: not a
-    question, states one of `references` (the record's answers, correct or incorrect), changed question
+    (over twice the question's words plus `extra_words`), then what `a2c.prompting.paraphrase_checks` finds:
+    not a question, states one of `references` (the record's answers, correct or incorrect), changed question
     type."""
     if not normalize(text):
         return "empty"

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from a2c.errors import A2CError
-from a2c.faults import environment_fault
+from a2c.common.errors import A2CError
+from a2c.system.faults import environment_fault
 
 DEFAULT_CACHE_PATH = Path(".a2c-cache") / "cache.sqlite"
 _SQLITE_MAX_VARIABLES = 900  # stay under SQLite's default host-parameter limit in IN (...) lookups

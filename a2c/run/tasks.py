@@ -4,7 +4,7 @@ A task (a wing: QA, classification) registers one `TaskSpec`: its config model, 
 at load, its stages and their context, the summary model its metrics stage writes, the stages `a2c report`
 re-runs and how its report is drawn, and what else it supports: a view (`a2c view`), a comparison of runs
 (`a2c compare`), serving (`a2c serve`); its config model declares the keys that hold paths
-(`RunConfig.path_keys`). `a2c run`, `a2c report`, `a2c.run_experiment`, config loading (`a2c.config_file`)
+(`RunConfig.path_keys`). `a2c run`, `a2c report`, `a2c.run_experiment`, config loading (`a2c.run.config_file`)
 and those commands all ask it, so the core names no task. Entries are lazy (`"module:attr"`): reading a
 config imports only its own task.
 """
@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from a2c.config import RunConfig
-from a2c.errors import A2CError
-from a2c.registry import Registry
+from a2c.common.errors import A2CError
+from a2c.common.registry import Registry
+from a2c.settings.config import RunConfig
 
 if TYPE_CHECKING:  # a config error is reported before stages, stores and views (and numpy) are imported
     from pydantic import BaseModel
 
-    from a2c.runfiles import RowsFile, RunFile
-    from a2c.stage import RunContext, Stage
-    from a2c.store import RunFolder, Store
-    from a2c.viewdata import ItemView, Section
+    from a2c.display.viewdata import ItemView, Section
+    from a2c.run.runfiles import RowsFile, RunFile
+    from a2c.run.stage import RunContext, Stage
+    from a2c.run.store import RunFolder, Store
 
 C = TypeVar("C", bound=RunConfig)
 DEFAULT_TASK = "qa"  # the paper's pipeline, when a config names no task
@@ -39,8 +39,8 @@ class TaskSpec(Generic[C]):
     name: str
     config: type[C]
     load_data: Callable[[C], Any]  # the config's dataset, every row checked
-    # what `a2c.config_file.load_config` checks before anything runs: a local data file read through (a hub
-    # dataset is fetched only when the run starts)
+    # what `a2c.run.config_file.load_config` checks before anything runs: a local data file read through (a
+    # hub dataset is fetched only when the run starts)
     check_data: Callable[[C], None]
     context: Callable[[C, Store, Any], RunContext[C]]  # (config, store, data) → the stages' context
     stages: tuple[Stage[Any], ...]
@@ -70,7 +70,7 @@ class TaskSpec(Generic[C]):
 
 @dataclass(frozen=True)
 class OpenedRun:
-    """A finished run folder as `a2c view` and `a2c compare` read it (`a2c.open_run.open_run`)."""
+    """A finished run folder as `a2c view` and `a2c compare` read it (`a2c.run.open_run.open_run`)."""
 
     folder: RunFolder
     config: RunConfig

@@ -3,7 +3,7 @@
 vLLM runs its engine in child processes started with `spawn` (a fresh interpreter running vLLM's code), so
 a2c cannot tie them to its own life with `PR_SET_PDEATHSIG`, and after a SIGKILL nothing in a2c runs to
 stop them: they kept the cores and the KV cache until someone noticed. A killed a2c still closes its end of
-a pipe, though. `Reaper.start()` starts `python -m a2c.reaper` with a pipe to it, in its own session (a
+a pipe, though. `Reaper.start()` starts `python -m a2c.system.reaper` with a pipe to it, in its own session (a
 Ctrl-C at the terminal does not reach it); it records a2c's descendants (pid and start time, so a reused
 pid is never killed) every `SCAN_EVERY` seconds and whenever a2c asks (`track()`, after an engine has
 started). When the pipe closes, or its parent changes, it SIGKILLs every recorded process still running
@@ -37,7 +37,7 @@ class Reaper:
 
     @classmethod
     def start(cls) -> Reaper:
-        process = subprocess.Popen([sys.executable, "-m", "a2c.reaper", str(os.getpid())],
+        process = subprocess.Popen([sys.executable, "-m", "a2c.system.reaper", str(os.getpid())],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                    start_new_session=True)
         reaper = cls(process)

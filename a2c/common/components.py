@@ -27,8 +27,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from a2c.errors import A2CError
-from a2c.registry import Registry, UnknownNameError
+from a2c.common.errors import A2CError
+from a2c.common.registry import Registry, UnknownNameError
 
 
 class SpecError(A2CError, ValueError):

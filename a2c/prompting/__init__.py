@@ -1,0 +1,2 @@
+"""Prompts and their variation: the shipped prompt templates, in-context paraphrases and the rule a paraphrase
+must pass."""

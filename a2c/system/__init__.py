@@ -1,0 +1,2 @@
+"""The machine a2c runs on: the request cache on disk (SQLite), faults of the machine (disk full, read-only),
+devices, the model hub, stopping on signals and the watchdog of child processes."""

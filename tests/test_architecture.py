@@ -1,11 +1,12 @@
 """The package's import graph keeps its shape: no circle at any level, and every import runs down the floors.
 
-Floors, top to bottom: the facade (`a2c`, `a2c.choose`, `a2c.scoring`, the CLI, the server and the
-inspect_ai / lm-eval integrations), the wings (one task each: the packages the task registry's entries
-live in, `a2c.qa` and `a2c.classification`), the runner (`a2c.settings.config`, `a2c.run.stage`,
-`a2c.run.tasks`, `a2c.run.pipeline`, `a2c.run.open_run`) and the components below it (llm, judges, metrics,
-data and the small shared modules). A wing never imports another wing; the core never imports a wing or the
-facade, and names no wing except where the task registry registers it; the components never import the runner.
+Floors, top to bottom (`FLOORS`, drawn in docs/concepts/architecture.md): the facade (`a2c`, `a2c.choose`,
+`a2c.scoring`, the CLI, the viewer, the server and the inspect_ai / lm-eval integrations), the wings (one
+task each: the packages the task registry's entries live in, `a2c.qa` and `a2c.classification`), the run
+machinery (`a2c.run`), the settings (`a2c.settings`), the components (llm, prompting, judges, metrics, data,
+display), the machine (`a2c.system`) and the shared utilities (`a2c.common`). An import never goes to a
+higher floor; a wing never imports another wing; the core names no wing except where the task registry
+registers it. Every module is on a floor: a new one at the root of `a2c/` must be given one.
 Imports inside functions count (a function-level import must not dodge a circle), and so do imports
 under `if TYPE_CHECKING:` (two modules that name each other's types are still read back and forth).
 No circle either between the modules and sub-packages of any package (`a2c`, `a2c.qa`, ...).
@@ -23,9 +24,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "a2c"
 FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view", "a2c.inspect",
           "a2c.lmeval")
-RUNNER = ("a2c.settings.config", "a2c.run.config_file", "a2c.run.stage", "a2c.run.tasks", "a2c.run.pipeline",
-          "a2c.run.open_run")
-COMPONENTS = ("a2c.llm", "a2c.judges", "a2c.metrics", "a2c.data")
+RUNNER = ("a2c.settings", "a2c.run")
+COMPONENTS = ("a2c.llm", "a2c.prompting", "a2c.judges", "a2c.metrics", "a2c.data", "a2c.display")
+# bottom to top; the wings' floor is read from the task registry (`WINGS`), the facade's is `FACADE`; the
+# old paths of the documented API (deprecation aliases, one release) import nothing
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("shared utilities", ("a2c.common",)),
+    ("the machine", ("a2c.system", "a2c.resources")),
+    ("components", COMPONENTS),
+    ("settings", ("a2c.settings",)),
+    ("run machinery", ("a2c.run",)),
+)
+MOVED_ALIASES = ("a2c.pipeline", "a2c.registry")
 # a2c.data's names of 0.1 resolve into the wing with a DeprecationWarning (PEP 562): the one way from the
 # core into a wing, gone with those aliases
 DEPRECATED_ALIASES = {("a2c.data", "a2c.qa.data")}
@@ -118,9 +128,27 @@ def forbidden(source: str, target: str) -> str | None:
         return "core imports a wing"
     if wing is not None and target_wing is not None and wing != target_wing:
         return "a wing imports another wing"
-    if _under(source, COMPONENTS) and _under(target, RUNNER):
-        return "a component imports the runner"
+    if floor(target) > floor(source):
+        return f"imports a higher floor ({_floor_name(source)} -> {_floor_name(target)})"
     return None
+
+
+def floor(module: str) -> int:
+    """The module's floor, 0 at the bottom (`FLOORS`, then the wings, then the facade)."""
+    if _facade(module) or module in MOVED_ALIASES:
+        return len(FLOORS) + 1
+    if _under(module, WINGS):
+        return len(FLOORS)
+    found = [level for level, (_, prefixes) in enumerate(FLOORS) if _under(module, prefixes)]
+    if not found:
+        raise KeyError(f"{module} is on no floor: put it in a package of FLOORS (or the facade)")
+    return found[0]
+
+
+def _floor_name(module: str) -> str:
+    level = floor(module)
+    return ("the facade" if level > len(FLOORS) else "a wing" if level == len(FLOORS)
+            else FLOORS[level][0])
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -190,9 +218,31 @@ def test_every_import_runs_down_the_floors():
     assert wrong == []
 
 
+def test_every_module_is_on_a_floor():
+    """A new module at the root of a2c/ (or a new package) is given a floor, not left beside the others."""
+    unplaced = []
+    for module in _modules():
+        try:
+            floor(module)
+        except KeyError:
+            unplaced.append(module)
+    assert unplaced == []
+
+
+def test_the_root_holds_only_the_facade_and_the_floors():
+    root = sorted(m for m in _modules() if m.count(".") == 1)
+    allowed = {p for _, prefixes in FLOORS for p in prefixes} | set(FACADE) | set(WINGS) | set(MOVED_ALIASES)
+    assert [m for m in root if m not in allowed] == []
+
+
+def test_the_moved_aliases_import_nothing():
+    """The old paths of `a2c.pipeline` and `a2c.registry` resolve names on use (PEP 562), with a warning."""
+    assert all(import_graph()[alias] == set() for alias in MOVED_ALIASES)
+
+
 def test_the_runner_knows_no_task():
     graph = import_graph()
-    for module in RUNNER:
+    for module in (m for m in graph if _under(m, RUNNER)):
         assert not any(_under(t, WINGS) for t in graph[module]), module
 
 
@@ -206,7 +256,10 @@ def test_a_circle_between_sub_packages_is_found():
 @pytest.mark.parametrize(("source", "target", "why"), [
     ("a2c.run.stage", "a2c.qa.config", "core imports a wing"),
     ("a2c.qa.stages", "a2c.classification.rows", "a wing imports another wing"),
-    ("a2c.judges.llm", "a2c.run.pipeline", "a component imports the runner"),
+    ("a2c.judges.llm", "a2c.run.pipeline", "imports a higher floor (components -> run machinery)"),
+    ("a2c.settings.config", "a2c.run.tasks", "imports a higher floor (settings -> run machinery)"),
+    ("a2c.common.files", "a2c.system.cache", "imports a higher floor (shared utilities -> the machine)"),
+    ("a2c.run.stage", "a2c.llm.base", None),
     ("a2c.metrics.signal", "a2c.cli.probe", "imports the facade"),
     ("a2c.qa.stages", "a2c.run.stage", None),
     ("a2c.choose", "a2c.qa.rank", None),

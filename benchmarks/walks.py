@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import shutil
 import sys
 import tempfile
@@ -154,17 +155,19 @@ QUESTIONS = ('{"qid": "a", "prompt": "What is the capital of France?"}\n'
 
 
 def walks(root: Path) -> dict[str, Walk]:
-    pipeline = importlib.import_module("a2c.pipeline")
+    # the runner where the floor plan put it, else at the root (a checkout from before the plan)
+    name = "a2c.run.pipeline" if importlib.util.find_spec("a2c.run") else "a2c.pipeline"
+    pipeline = importlib.import_module(name)
     config = root / "walk.yaml"
     config.write_text(CONFIG, encoding="utf-8")
     (root / "data").mkdir()
     (root / "data" / "q.jsonl").write_text(QUESTIONS, encoding="utf-8")
     pipeline.run_experiment(config, run_dir=root / "warm", progress=False)  # imports, fills the cache
     run = trace(lambda: pipeline.run_experiment(config, run_dir=root / "traced", progress=False),
-                "a2c.pipeline")
+                name)
     shutil.copytree(root / "traced", root / "report")
     pipeline.report_run(root / "warm")  # imports what the report alone needs
-    report = trace(lambda: pipeline.report_run(root / "report"), "a2c.pipeline")
+    report = trace(lambda: pipeline.report_run(root / "report"), name)
     return {"pipeline.run_experiment(config)": run, "pipeline.report_run(run_dir)": report}
 
 

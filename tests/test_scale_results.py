@@ -2,7 +2,12 @@
 model under the paper's protocol (tests/scale_runs.py) give exactly the files a2c gave before the stages
 were made to stream (issue 36), and 1,000 give those a2c gave before the summary read columns and the
 bootstrap kept its draws (slow: a minute or more of CPU). The digests were computed with the earlier code;
-a change to the files a run writes must be deliberate and update them here."""
+a change to the files a run writes must be deliberate and update them here.
+
+Updated once, deliberately, for the shorter, block-aligned rank prompt (issue 36: fewer computed prompt
+tokens): the stand-in answers by a hash of the prompt, so the rank replies and everything after them
+moved (paraphrases, answers and the before-A2C matrices did not). The bookkeeping changes were checked
+against the earlier digests before that prompt change was merged."""
 
 from __future__ import annotations
 
@@ -16,42 +21,42 @@ from tests.scale_runs import result_digests, scale_config
 EXPECTED = {
     "paraphrases.jsonl": "43575a208213f18cd5b02e252022a6279d51e70e6d0b81728dd7ca31aad6d908",
     "generations.jsonl": "013eb4fab4ccb1b3e4e736e7e0b1b42c09b654d1e3504bf5dac057050f8cfb79",
-    "choices.jsonl": "3a294afbffee6b8facbf25af9ec755429c1818d10d64d338f0bd40353af27235",
-    "selections.jsonl": "c8507e1b8f633c66fa1f160b4dad7b31ec4f9c78ff45b699179508303e7fc201",
-    "metrics.jsonl": "827bf98789a006ff531b54fb83cdc38bebbfb0f7c6f996a00873f5bb4879f90c",
-    "uncertainty.jsonl": "6dfafb3467fbc1252a9028981f106cf58bd87e80bf43ada82b2518481fa83c30",
-    "selection_scores.jsonl": "10093ab6392154a73b178cf9b6828c7507a404e64d157cce798c04c8c7c0d726",
-    "summary.json": "cd816864cc2a165f75d1ca7f2edd8747143892b50d87ee2d36560165e39d12f2",
+    "choices.jsonl": "e4062bae30516a2a548747e00b5e6e758727cc11f1abe145f596ea008df761eb",
+    "selections.jsonl": "944e1e4cb2297257ee958007b9316f772ba13d191da6d24df754cfaf5fd0108e",
+    "metrics.jsonl": "ef5c16677af6ff7debca1763c061e525775a8277d27b4bd6a643eae915e5e8d0",
+    "uncertainty.jsonl": "f316f9dfcfa9a8f343c55d811c96fec3dbb123fa2502ec1c2c3fcaab02dfd90d",
+    "selection_scores.jsonl": "931d0c72ba4abc28a368e01dd2709cd20bee7d5b09e129cf3e7046b62baf1b64",
+    "summary.json": "a71ea9e8b783731a8647cbec56714d668a29759d3f9cadc0e38a8df3da022b71",
     "matrices_before.npz": "a16b32cebc4f1ee4657130c1b6aa9c5293893ce3840800c87db482a78cdd3204",
-    "matrices_after.npz": "cc197bbf4980fc0778848f488bf9665594d825e615c46b338196f0b2c7590e55",
-    "report.md": "7bc55f444b9d2cb2ca3592e825c5c1f140ae1527d3dae251c86b6236da07751e",
-    "table_before_after.csv": "69775db5aa668e05d7b279d923c036a2197c67be634494cc6b985aff583c128f",
-    "table_accurate_answers.csv": "d8a1965421c08b96cfc240f0a7fe6e5cc25d59db394d6e2e973c57238498bac2",
-    "counts.csv": "7a4d8393b5bff8a45bdbb3f312ad54ddb58f30e6dbc7de68f085f8945ff79860",
-    "table_signal.csv": "4b08caab40f4c58ec166bd927b0f4d118dba23c209bc7a2737616f7d0d8b1d3f",
-    "table_selection.csv": "a7afb523786aa75c45a1940f389a6bb517cdf302a956016004eff99b146507fb",
-    "table_answer_or_decline.csv": "c71313b78b794dbd85e0faa97ae762fc0ece512c7e59497e9074a500559314ee",
+    "matrices_after.npz": "aef1f1d7db84d3b3e0aadaeb26a5ec87989d82f4c71a26a05c3d5943e223d52f",
+    "report.md": "51ed6d22c2c67c7f7a96485b54f0788b69e1985fecd81dabdd4d0c7f07be412b",
+    "table_before_after.csv": "d6f999f8f230a27cf4062b48de5072a962dd88304285a58f646f321e792a27e5",
+    "table_accurate_answers.csv": "23d9b611e44e80f0350aaf09fcb35f507b823f8c5fcaa450addd41c5b499f53b",
+    "counts.csv": "2ec61de1611057b2b3a9411356eba38a77a733ef198ea36224cc582a44329754",
+    "table_signal.csv": "2bbc09534a0ea8bebf0d27451092a5d1735c38df01f5f08659162f70ace05cf1",
+    "table_selection.csv": "0286e5aa30d37703d93d356b2b6e3aa8d78417cb0afcde011038b64769cf9750",
+    "table_answer_or_decline.csv": "953b4a30e864877a9bd7fa11270c3406ddbbd3258dd81e08881e89cd3615f008",
 }
 
-# computed with the code of e3ccf44 (before columns, chunked matrices and kept bootstrap draws)
+# the bookkeeping changes were checked against e3ccf44's digests; these are after the rank prompt change
 EXPECTED_1000 = {
     "paraphrases.jsonl": "bff837bfd838734b3f96bbc75d2c813b53b913ad57eb14f59616a780e39ac48c",
     "generations.jsonl": "af36144a223446473635651eb884bb6cbbc13418adc0a15364e81615c0abd6d0",
-    "choices.jsonl": "0680dd5e1e36405c5584465d7ff8446c00c0221a821627f0cbf347305c0d6ddb",
-    "selections.jsonl": "cd094a513325a7d958d929a0cf0a67612d95a50ac71e441231c08d655d4c5df7",
-    "metrics.jsonl": "1a2d2bc012a383584c0191ff15f19590ce15773e9eefe07ccebe88fb1827b66c",
-    "uncertainty.jsonl": "0003e5fc0009bb2c3f5c45c3d8f1e4bec22e413a6d8a1040b14abbb0664b4b93",
-    "selection_scores.jsonl": "4fa33e6c2035726a2c0facd284bd2f6d153b7c16cd9c8e1a4c0fe2ae718aa2eb",
-    "summary.json": "782403417bdf112a3d26ca90e8141ab7518cc4011685be2fc0dcbb3b6d58d5bd",
+    "choices.jsonl": "94398c8c6219835ce28a0e2e1c63851508cf328b9122fdff6f4892041b644ee1",
+    "selections.jsonl": "e82a12af2f1b8bab0f7ca282ffa1bf24594970bea4d0d4c09ea4a018826f484c",
+    "metrics.jsonl": "a1380f0e4e622ec89d108d958a4b736cec644d92570882e97d653c13a471cda4",
+    "uncertainty.jsonl": "90d24f57dfca91d3163361ad51a9a5f2558cf157474bbd5a35153e1ae622bb66",
+    "selection_scores.jsonl": "5ec801b3e6eb2ffdb33c2c17fb93ffcfd8e75fe18e3a89994572741a854982e9",
+    "summary.json": "fac8e882fe406f36b84f1c70a2bd2353ffc03f971fbae96fcac0f93c8bd1dc3a",
     "matrices_before.npz": "66e9df05be05f586749697fc6735ec40aed07dae52aa88a45cd88dd0efc5fcee",
-    "matrices_after.npz": "164bd39d151cca1a3a2c3e89be012d45a831daac4b9b296d3bda86dc7616a614",
-    "report.md": "f0242a19c4c649ac77335c080946f0754819174f55e90d60d3fd1098fe3bbab0",
-    "table_before_after.csv": "e9e7a03cababa0aa13986206e63f76e902a27d7878705b08d7069256cd2a9bd3",
-    "table_accurate_answers.csv": "cbd6ead67a90fa13acfbab205fb40b95e4c98733bf44ca3979e1036061992256",
-    "counts.csv": "0d747e9bf127b6c390db301768bddbf1862897a351e2711f36152afec47eb310",
-    "table_signal.csv": "d16274c3da9c57e3392b936f9ebdd38268d3340a68f8f13c11ddb9f558729412",
-    "table_selection.csv": "6a0d6adede2c6c18a26ba1bb7d6443961206b5f4c158b9b75964cd4c7f23cd54",
-    "table_answer_or_decline.csv": "fdea9d6c562d51af4429d383e0d23ba4225e26a671f3c7b48ba5c8bf93a51292",
+    "matrices_after.npz": "7702b685765b062a7e2fc3ccd90c51a5717e9cb578ee85e829d7c9283536ff2c",
+    "report.md": "37fde8455f7754dfd66e76c937a6e2ed1538a934ec0ed2021dc0df5996b5d083",
+    "table_before_after.csv": "6f5b2409c2375b940638a28750ee6cfa20977167a6b34e656ce88a79b36bb6e1",
+    "table_accurate_answers.csv": "68a103bd538b2d5e74dcd2fc8483d99fe049dfbc09306c3596dcc46e7e136e2f",
+    "counts.csv": "e6510260d09d023fa43d4ca584bb228889b2ee4a8bf51be0c483188ad309e087",
+    "table_signal.csv": "8e587f031919bf72a41d3b0fe311aae44a47e5d877af5e5b3478d9d122ef947c",
+    "table_selection.csv": "25bf23da286c4be2a2f9a264d619c132c3c337bb03e0ee506d4957eff1fff83a",
+    "table_answer_or_decline.csv": "1a2494b7b389c321d5e824047e8cb630e0fbb70b77f382ed9710b65c48c15426",
 }
 
 
@@ -61,7 +66,7 @@ def test_a_200_question_run_gives_the_stored_results(tmp_path):
     # a few of the numbers behind the digests, so a failure shows what moved
     with (config.run_dir / "table_selection.csv").open(encoding="utf-8") as handle:
         table = {(r["method"], r["selection"]): r for r in csv.DictReader(handle)}
-    assert table[("cross-temperature", "A2C")]["R1-A"] == "0.605"
+    assert table[("cross-temperature", "A2C")]["R1-A"] == "0.595"
     assert table[("in-context paraphrases", "Medoid")]["picked"] == "154 / 200"
     assert len(result.metrics) == 200 * 2 * 2  # questions × sources × phases
     changed = {name: digest for name, digest in result_digests(config.run_dir).items()

@@ -179,6 +179,17 @@ def test_a_calibration_from_other_answers_is_refused_by_the_wrapper(run, tmp_pat
         wrapper.answer_many(["Why?"], judges=[JudgeSpec.of("rouge1", threshold=0.9)])
 
 
+def test_a_source_with_too_few_questions_is_said_undefined(tmp_path):
+    """Eight questions: no signal of either source is defined on ten, so the section says why for each
+    instead of a table."""
+    config = _config(tmp_path, limit=8)
+    run_experiment(config, progress=False)
+    report = (tmp_path / "run" / "report.md").read_text()
+    section = report[report.index("## Answer or decline"):report.index("## Counts")]
+    assert "| signal | source |" not in section
+    assert "- paraphrase: undefined (" in section and "- temperature: undefined (" in section
+
+
 def test_probe_prints_the_verdict_and_writes_it_to_json(run, tmp_path, capsys):
     run_dir, _ = run  # the run's variation and A2C settings are the defaults, as probe's are
     out = tmp_path / "cal.json"
@@ -204,8 +215,8 @@ def test_the_report_and_the_viewer_show_answer_or_decline(run, tmp_path):
     assert "| signal | source | questions | risk answering all | AURC [95% CI] | ECE (calibrated) |" \
         in section
     assert "| R1-C Cons_sem | temperature | 60 |" in section  # questions whose rank replies named an option
-    # the scripted paraphrases mostly fail their checks: too few questions for that source, said so
-    assert "- paraphrase: undefined (" in section
+    # most scripted paraphrases fail their checks: 11 of the 60 questions have a paraphrase A2C answer
+    assert "| R1-C Cons_sem | paraphrase | 11 |" in section and "undefined (" not in section
     assert (run_dir / PLOT_RISK_COVERAGE.name).read_bytes()[:4] == b"\x89PNG"
     assert (run_dir / TABLE_DECLINE.name).read_text().startswith("signal,source,questions,")
     html = write_view([run_dir], tmp_path / "view.html").read_text()

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv
+from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.scoring import score_answers
 from tests.conftest import free_port
 
@@ -79,9 +80,10 @@ def test_inspect_eval_of_truthfulqa_a2c_logs_candidates_choice_and_consistency(l
         assert candidates and {c["source"] for c in candidates} <= {"paraphrase", "temperature"}
         assert all(c["answer"] for c in candidates if c["source"] == "temperature")
         assert proof["choices"] and all(c["reply"] is not None for c in proof["choices"])
-        # the output is the chosen answer, which is one of the candidates
+        # the output is the chosen answer: one of the candidates, or the rank prompt's "don't know" option
         assert sample.output.completion == proof["answer"]
-        assert proof["answer"] in {text for c in candidates for text in (c["answer"], c["answer"].strip())}
+        assert proof["answer"] in {text for c in candidates for text in (c["answer"], c["answer"].strip())} \
+            | {DEFAULT_IDK_TEXT}
         assert set(proof["agreement"]["rouge1"]) == {"paraphrase", "temperature"}
         assert sample.scores is not None
         value = sample.scores["consistency"].value

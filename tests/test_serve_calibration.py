@@ -23,7 +23,7 @@ def calibration(settings: dict[str, Any] = SETTINGS, model: str = "scripted", **
     """A calibration of `Exact Cons_sem` of the temperature answers: confidence = the signal (a map through
     (0, 0) and (1, 1)), declined below 0.5; made for answers with `settings` from `model`."""
     run_settings = answer_settings(settings, "").model_dump(
-        mode="json", include={"seed", "variation", "judges", "entropy_judge", "a2c"})
+        mode="json", include={"seed", "variation", "judges", "entropy_judge", "ask_to_choose"})
     interval = {"value": 0.3, "low": None, "high": None}
     return Calibration.model_validate({
         "signal": "Exact Cons_sem", "judges": [{"name": "exact"}], "entropy_judge": None,
@@ -41,6 +41,20 @@ def calibrated_app(decline_text: str | None = DECLINE, made: Calibration | None 
     config = build_serve_config(SETTINGS, SCRIPTED, {"batch_window": 0.01})
     config = with_calibration(config, made or calibration(), decline_text, "test")
     return create_app(build_state(config, scripted(), api_key=None))
+
+
+def test_a_calibration_written_before_the_rename_is_read_under_its_old_key():
+    """A calibration.json of the previous release keeps its run's Ask-to-Choose settings under `a2c`: it is
+    compared under that name (accepted when equal), and a changed setting there is still named."""
+    made = calibration()
+    old = dict(made.run.settings)
+    old["a2c"] = old.pop("ask_to_choose")
+    former = made.model_copy(update={"run": made.run.model_copy(update={"settings": old})})
+    config = build_serve_config(SETTINGS, SCRIPTED, {"batch_window": 0.01})
+    assert with_calibration(config, former, DECLINE, "test").calibration is former
+    old["a2c"] = {**old["a2c"], "max_tokens": old["a2c"]["max_tokens"] + 1}
+    with pytest.raises(ServeConfigError, match=r"ask_to_choose\.max_tokens"):
+        with_calibration(config, former, DECLINE, "test")
 
 
 def _ask(app, bodies: list[dict[str, Any]]) -> Any:

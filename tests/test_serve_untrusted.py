@@ -144,7 +144,7 @@ def test_paths_models_and_templates_named_by_a_request_are_refused_and_nothing_i
         ({"judges": [{"name": "rouge1", "device": "cuda"}]}, "a2c.judges.0.device"),
         ({"judges": ["pp"]}, "a2c.judges.0.name"),  # would try the model hub
         ({"judges": ["embedding"]}, "a2c.judges.0.name"),  # would load a model per request
-        ({"cache": str(cache)}, "a2c.system.cache"),
+        ({"cache": str(cache)}, "a2c.cache"),
         ({"template": str(template)}, "a2c.template"),
     ]
     for given, param in cases:

@@ -77,6 +77,10 @@ class SetMetric:
         """The value oriented so that higher = better (lower-is-better metrics negated)."""
         return value if value is None or self.higher_is_better else -value
 
+    def as_confidences(self, values: np.ndarray) -> np.ndarray:
+        """A column of values oriented as `as_confidence` orients one (NaN, undefined, stays NaN)."""
+        return values if self.higher_is_better else -values
+
     @property
     def signed_label(self) -> str:
         """The label as a confidence: `-Entropy` for a lower-is-better metric."""

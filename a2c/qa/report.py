@@ -33,7 +33,6 @@ from a2c.qa.summary import (
     SelectionSummary,
     answer_groups,
     judge_label,
-    oriented,
     read_summary,
     signal_groups,
 )
@@ -217,15 +216,15 @@ def read_human_labels(path: Path) -> dict[tuple[str, str, str], list[str]]:
 def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, list[float | None]]:
     """One value per (question, method, phase) set for every metric the run computed."""
     entropy, cons_lex = SET_METRICS.get("entropy"), SET_METRICS.get("cons_lex")
-    columns: dict[str, list[float | None]] = {cons_lex.signed_label: optional(oriented(cons_lex,
-                                                                                       metrics.cons_lex))}
+    columns: dict[str, list[float | None]] = {
+        cons_lex.signed_label: optional(cons_lex.as_confidences(metrics.cons_lex))}
     for j in summary.judges:
         columns[judge_label(j)] = optional(metrics.judge("cons_sem", j))
     # oriented, so that for every column higher means more consistent
     entropy_values = metrics.judge("entropy", summary.entropy_judge)
-    columns[entropy.signed_label] = optional(oriented(entropy, entropy_values))
+    columns[entropy.signed_label] = optional(entropy.as_confidences(entropy_values))
     for c in summary.computed_columns():
-        columns[c.signed_label] = optional(oriented(c.metric, metrics.extra(c.key)))
+        columns[c.signed_label] = optional(c.metric.as_confidences(metrics.extra(c.key)))
     for s in summary.similarities if summary.referenced else []:
         columns[similarity_label(s).split(" ")[0]] = optional(metrics.accuracy(s))
     return columns

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.judges import JUDGES
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
-from a2c.metrics.set_metrics import SET_METRICS, SetMetric, mean_defined
+from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
@@ -421,23 +421,18 @@ def signal_scores(metrics: MetricColumns, judges: Sequence[str], entropy_judge: 
     columns: dict[str, np.ndarray] = {}
     for j in judges:
         columns[f"{judge_label(j)} {cons_sem.label}"] = _judge_sign(j) * metrics.judge("cons_sem", j)
-    columns[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = oriented(
-        entropy, metrics.judge("entropy", entropy_judge))
-    columns[cons_lex.signed_label] = oriented(cons_lex, metrics.cons_lex)
+    columns[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = entropy.as_confidences(
+        metrics.judge("entropy", entropy_judge))
+    columns[cons_lex.signed_label] = cons_lex.as_confidences(metrics.cons_lex)
     for c in extra:
         if c.metric.signal:
-            columns[c.signed_label] = oriented(c.metric, metrics.extra(c.key))
+            columns[c.signed_label] = c.metric.as_confidences(metrics.extra(c.key))
     return columns
 
 
 def graph_label(graph: str) -> str:
     """A judge's label, or for KLE's NLI graph (`entail+contra`) the labels of both."""
     return "+".join(judge_label(j) for j in graph.split("+"))
-
-
-def oriented(metric: SetMetric, values: np.ndarray) -> np.ndarray:
-    """A set metric's column oriented so that higher = better (NaN stays NaN)."""
-    return values if metric.higher_is_better else -values
 
 
 def _confidence(measure: str, values: np.ndarray) -> np.ndarray:

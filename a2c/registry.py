@@ -3,14 +3,8 @@ next release."""
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from a2c.common.registry import lazy_attributes
 
-
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):  # the import system's probes (`__path__`), not a user's name
-        raise AttributeError(name)
-    warnings.warn(f"a2c.registry moved to a2c.common.registry: import {name} from there "
-                  "(this alias goes in the next release)", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module("a2c.common.registry"), name)
+__getattr__ = lazy_attributes(__name__, {}, moved_to="a2c.common.registry", deprecated=lambda name: (
+    f"a2c.registry moved to a2c.common.registry: import {name} from there "
+    "(this alias goes in the next release)"))

@@ -46,7 +46,7 @@ def _source(module: str) -> Path:
 
 
 def _registered_wings() -> tuple[str, ...]:
-    """The packages of the task registry's entries (`TASKS.register_lazy("qa", "a2c.qa.task:TASK")`)."""
+    """The packages of the task registry's entries (`TASKS.register_lazy("qa", "a2c.qa.config:...")`)."""
     tree = ast.parse(_source("a2c.run.tasks").read_text(encoding="utf-8"))
     targets = [node.args[1].value for node in ast.walk(tree)
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -194,14 +194,14 @@ def test_no_circle_between_the_parts_of_a_package(package):
 
 def test_the_core_names_no_wing():
     """Not in an import, a lazy entry, a comment or a docstring: the core asks the task registry, whose
-    entries are the only place a wing is named (one `register_lazy` line each, in `TASKS` and in
-    `TASK_CONFIGS`, which names only the config model)."""
+    entries are the only place a wing is named (one `register_lazy` line each in `TASKS`, naming the task's
+    config model, which says where the rest of its task is)."""
     named = []
     for module, path in _modules().items():
         if _facade(module) or _under(module, WINGS) or module in {s for s, _ in DEPRECATED_ALIASES}:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if module == "a2c.run.tasks" and re.match(r"TASK(S|_CONFIGS)\.register_lazy\(", line):
+            if module == "a2c.run.tasks" and re.match(r"TASKS\.register_lazy\(", line):
                 continue
             named += [f"{module}:{number}: {wing}" for wing in WINGS
                       if re.search(rf"{re.escape(wing)}\b", line)]
@@ -235,9 +235,11 @@ def test_the_root_holds_only_the_facade_and_the_floors():
     assert [m for m in root if m not in allowed] == []
 
 
-def test_the_moved_aliases_import_nothing():
-    """The old paths of `a2c.pipeline` and `a2c.registry` resolve names on use (PEP 562), with a warning."""
-    assert all(import_graph()[alias] == set() for alias in MOVED_ALIASES)
+def test_the_moved_aliases_import_nothing_but_the_lazy_mechanism():
+    """The old paths of `a2c.pipeline` and `a2c.registry` resolve names on use (PEP 562, through
+    `lazy_attributes`), with a warning."""
+    assert {alias: import_graph()[alias] for alias in MOVED_ALIASES} == {
+        alias: {"a2c.common.registry"} for alias in MOVED_ALIASES}
 
 
 def test_the_runner_knows_no_task():

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from a2c.common.errors import A2CError
+from a2c.common.registry import UnknownNameError
 from a2c.qa.config import ExperimentConfig
 from a2c.run.config_file import load_config, parse_config
-from a2c.run.tasks import TASK_CONFIGS, TASKS
+from a2c.run.tasks import TASKS, task_named
 from a2c.settings.config import ConfigError, dump_config
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
@@ -66,12 +67,18 @@ def test_unchecked_defaults_equal_the_checked_specs():
     assert [j.options for j in built.judges] == [{}]
 
 
-def test_every_task_has_its_config_model_registered_alone():
-    """`parse_config` picks a task's model from `TASK_CONFIGS` without importing the task: the same names and
-    models as the task registry."""
-    assert TASK_CONFIGS.names() == TASKS.names()
-    for name, task in TASKS.items():
-        assert TASK_CONFIGS.get(name) is task.config
+def test_every_task_is_registered_once_by_its_config_model():
+    """`parse_config` picks a task's model from `TASKS` without importing the task's stages; the model names
+    its task's spec, whose config model is that same model (one name, one entry, one declaration)."""
+    assert TASKS.names() == ["classification", "qa"]
+    for name, model in TASKS.items():
+        task = task_named(name)
+        assert task.name == name and task.config is model and model.model_fields["task"].default == name
+
+
+def test_an_unknown_task_is_named_with_the_known_ones():
+    with pytest.raises(UnknownNameError, match=r"unknown task 'qaa'\. Did you mean 'qa'"):
+        task_named("qaa")
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -80,14 +80,14 @@ def test_a_flag_left_off_the_cli_page_is_caught(pages):
 def _config_roots() -> list[type[BaseModel]]:
     """Every model a config file or a serve file is validated by, from the registries and the serve config."""
     from a2c.judges.base import JudgeOptions
-    from a2c.llm.config import GENERATOR_CONFIGS
+    from a2c.llm.config import BACKENDS
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
     from a2c.run.tasks import TASKS
     from a2c.serve.config import ServerOptions
 
-    roots: list[type[BaseModel]] = [task.config for _, task in TASKS.items()]
-    roots += [model for _, model in GENERATOR_CONFIGS.items()]
+    roots: list[type[BaseModel]] = [model for _, model in TASKS.items()]
+    roots += [model for _, model in BACKENDS.items()]
     roots += [method.options for _, method in SELECTION_METHODS.items()]
     roots += [similarity.options for _, similarity in SIMILARITIES.items()]
     return [*roots, JudgeOptions, ServerOptions]
@@ -175,7 +175,7 @@ def missing_names(page: str) -> list[str]:
 
 
 def test_the_source_scan_finds_the_registries():
-    assert {"a2c.judges.base.JUDGES", "a2c.llm.backends.BACKENDS", "a2c.qa.selection.SELECTION_METHODS",
+    assert {"a2c.judges.base.JUDGES", "a2c.llm.config.BACKENDS", "a2c.qa.selection.SELECTION_METHODS",
             "a2c.metrics.uncertainty.UNCERTAINTY_MEASURES"} <= {where for where, _ in _declared_registries()}
 
 

@@ -167,14 +167,14 @@ def _gpu_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException
     """A run config on the transformers backend (batch_size 7) whose model is the scripted one, failing as
     a GPU does when a batch does not fit: the real CLI, no model, no GPU."""
     import a2c.llm
-    from a2c.llm import BACKENDS
+    from a2c.llm.config import TransformersConfig
     from a2c.llm.scripted import ScriptedBackend
 
     class OutOfMemory(ScriptedBackend):
         def run(self, jobs: object, emit: object) -> None:
             raise exc
 
-    monkeypatch.setitem(BACKENDS._entries, "transformers", lambda config: OutOfMemory(SCRIPT))
+    monkeypatch.setattr(TransformersConfig, "build", lambda config: OutOfMemory(SCRIPT))
     a2c.llm._build.cache_clear()
     config = yaml.safe_load(_config(tmp_path).read_text())
     config["generator"] = {"backend": "transformers", "device": "cpu", "batch_size": 7,

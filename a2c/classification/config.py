@@ -198,6 +198,7 @@ class ClassificationConfig(RunConfig):
     paraphrases and negations."""
 
     path_keys: ClassVar[tuple[PathKey, ...]] = PATH_KEYS
+    runs_at: ClassVar[str] = "a2c.classification.task:TASK"
 
     task: Literal["classification"] = "classification"
     dataset: ClassificationData

@@ -15,7 +15,6 @@ unless `--debug`; `--no-progress` silences a2c's own too.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import traceback
@@ -26,6 +25,7 @@ from types import TracebackType
 from a2c import __version__
 from a2c.common.errors import A2CError, RenamedKeyWarning
 from a2c.common.redact import redact
+from a2c.common.registry import resolve
 from a2c.common.untrusted import printable
 from a2c.system.faults import environment_fault, gpu_memory_fault
 from a2c.system.interrupts import Terminated, sigterm_raises
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=debug_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(f"a2c.cli.{name}").register(sub)
+        resolve(f"a2c.cli.{name}:register")(sub)
     _debug_everywhere(parser, debug_help)
     return parser
 

@@ -4,9 +4,11 @@ count reaching a request."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
+
+from a2c.common.registry import Registry, resolve
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -44,9 +46,8 @@ class RegistryNames:
         self.registry_at = registry_at
 
     def _names(self) -> list[str]:
-        module, _, attr = self.registry_at.partition(":")
-        names: list[str] = getattr(importlib.import_module(module), attr).names()
-        return names
+        registry: Registry[Any] = resolve(self.registry_at, Registry, "choices")
+        return registry.names()
 
     def __contains__(self, name: object) -> bool:
         return name in self._names()

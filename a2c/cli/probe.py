@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeatable)")
     parser.add_argument("--model",
                         help="model name (served name with --base-url; default: the embedded model)")
-    parser.add_argument("--backend", choices=RegistryNames("a2c.llm.backends:BACKENDS"), metavar="BACKEND",
+    parser.add_argument("--backend", choices=RegistryNames("a2c.llm.config:BACKENDS"), metavar="BACKEND",
                         help="%(choices)s (default: openai with --base-url, else transformers)")
     parser.add_argument("--judge", default="embedding", help="judge for the matrix (default: embedding)")
     parser.add_argument("--config", type=Path, metavar="CONFIG",

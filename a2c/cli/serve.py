@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "served round-robin)")
     model.add_argument("--model", help="model name: the upstream's served name, or the in-process model "
                        "(default: the embedded SmolLM2-135M-Instruct)")
-    model.add_argument("--backend", choices=RegistryNames("a2c.llm.backends:BACKENDS"), metavar="BACKEND",
+    model.add_argument("--backend", choices=RegistryNames("a2c.llm.config:BACKENDS"), metavar="BACKEND",
                        help="in-process backend instead of an upstream: %(choices)s (default: openai with "
                        "--upstream)")
     model.add_argument("--upstream-key-env", metavar="NAME",

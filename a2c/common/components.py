@@ -10,7 +10,6 @@ by the component's own `Options` model, so a bad option fails when the config lo
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, Self, cast
 
@@ -28,7 +27,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from a2c.common.errors import A2CError
-from a2c.common.registry import Registry, UnknownNameError
+from a2c.common.registry import Registry, UnknownNameError, resolve
 
 
 class SpecError(A2CError, ValueError):
@@ -88,8 +87,7 @@ class ComponentSpec(BaseModel):
 
     @classmethod
     def registry(cls) -> Registry[Any]:
-        module, _, attr = cls.registry_at.partition(":")
-        registry: Registry[Any] = getattr(importlib.import_module(module), attr)
+        registry: Registry[Any] = resolve(cls.registry_at, Registry, f"{cls.kind} registry")
         return registry
 
     @classmethod

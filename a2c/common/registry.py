@@ -5,13 +5,19 @@ An entry is either the component itself (`register`) or where to find it, `"modu
 against the registry's `base` (a subclass of it, or an instance). Lazy entries keep `import a2c` light (no
 torch for a config check) and replace hand-kept lists of side-effect imports: the names are known before
 any module is loaded.
+
+Every lazy reference in a2c is such a `"module:attr"` string, resolved by `resolve`: registry entries, a
+component spec's registry (`ComponentSpec.registry_at`), the CLI's choices (`RegistryNames`) and a
+package's names imported on first use (`lazy_attributes`, a PEP 562 `__getattr__`).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 from a2c.common.errors import A2CError
@@ -65,13 +71,7 @@ class Registry(Generic[T]):
         return entry
 
     def _load(self, name: str, target: str) -> T:
-        module, _, attr = target.partition(":")
-        loaded: Any = getattr(importlib.import_module(module), attr)
-        if self.base is not None:
-            ok = issubclass(loaded, self.base) if isinstance(loaded, type) else isinstance(loaded, self.base)
-            if not ok:
-                raise TypeError(f"{self.kind} {name!r}: {target} is not a {self.base.__name__}")
-        return cast(T, loaded)
+        return cast(T, resolve(target, self.base, f"{self.kind} {name!r}"))
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -87,3 +87,44 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+def resolve(target: str, base: type | None = None, what: str = "") -> Any:
+    """`"package.module:attr"` (or `module:Class.attr`) → that object, its module imported now; checked
+    against `base` (a subclass of it, or an instance) where one is given, the error naming `what` the target
+    was for."""
+    module, colon, attr = target.partition(":")
+    if not colon or not module or not attr:
+        raise ValueError(f"{what or 'lazy target'}: must be 'module:attr', got {target!r}")
+    loaded: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        loaded = getattr(loaded, part)
+    if base is not None:
+        ok = issubclass(loaded, base) if isinstance(loaded, type) else isinstance(loaded, base)
+        if not ok:
+            raise TypeError(f"{what or 'lazy target'}: {target} is not a {base.__name__}")
+    return loaded
+
+
+def lazy_attributes(package: str, homes: Mapping[str, Iterable[str]], *, moved_to: str | None = None,
+                    deprecated: Callable[[str], str | None] | None = None) -> Callable[[str], Any]:
+    """A package's module `__getattr__` (PEP 562) that imports a public name from its home module on first
+    use, so `import a2c.metrics` loads no numpy until a metric is asked for. `homes` maps each module to the
+    names it defines; `moved_to` takes every other name (a moved module's alias); `deprecated(name)` gives the
+    DeprecationWarning of an alias (None: not deprecated). A name that is not deprecated is then stored in
+    the package, so later lookups skip this function."""
+    table = {name: module for module, names in homes.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        home = table.get(name, moved_to)
+        if home is None or name.startswith("__"):  # `__path__` and the like: the import system probing
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = resolve(f"{home}:{name}")
+        message = deprecated(name) if deprecated is not None else None
+        if message:
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+        else:
+            setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

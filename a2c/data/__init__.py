@@ -9,8 +9,7 @@ with a `DeprecationWarning` naming their new home: `a2c.scoring` for `load_recor
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
+from a2c.common.registry import lazy_attributes
 
 _PUBLIC = frozenset({"DATASETS", "DatasetError", "QARecord", "load_records"})  # a2c.scoring's
 _MOVED = _PUBLIC | frozenset({"TRUTHFULQA_HUB_COLUMNS", "ColumnMap", "DatasetLoader", "DatasetSource",
@@ -18,12 +17,6 @@ _MOVED = _PUBLIC | frozenset({"TRUTHFULQA_HUB_COLUMNS", "ColumnMap", "DatasetLoa
                               "load_truthfulqa_hub", "records_from_hf_rows"})
 
 
-def __getattr__(name: str) -> Any:
-    """A deprecated alias of a name that moved into the QA wing (PEP 562: looked up only when missing)."""
-    if name not in _MOVED:
-        raise AttributeError(f"module 'a2c.data' has no attribute {name!r}")
-    from a2c.qa import data  # the aliases' only way into the wing (tests/test_architecture.py lists it)
-
-    home = "a2c.scoring" if name in _PUBLIC else "a2c.qa.data"
-    warnings.warn(f"a2c.data.{name} is deprecated: import it from {home}", DeprecationWarning, stacklevel=2)
-    return getattr(data, name)
+# the aliases' only way into the wing (tests/test_architecture.py lists it)
+__getattr__ = lazy_attributes(__name__, {"a2c.qa.data": _MOVED}, deprecated=lambda name: (
+    f"a2c.data.{name} is deprecated: import it from {'a2c.scoring' if name in _PUBLIC else 'a2c.qa.data'}"))

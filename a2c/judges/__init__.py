@@ -8,8 +8,9 @@ configs, presets and Python.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from a2c.common.registry import lazy_attributes
 
 if TYPE_CHECKING:
     from a2c.judges.base import JUDGES, Judge, JudgeError, JudgeOptions, JudgeStats, Pair, PairwiseJudge
@@ -35,15 +36,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "a2c.judges.presets": ("JudgePreset", "JudgeSpec", "OptionError", "PresetError", "build_judge",
                            "load_preset", "validate_options"),
 }
-_HOMES = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'a2c.judges' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_attributes(__name__, _MODULES)
 
 
 __all__ = [

@@ -1,16 +1,16 @@
 """Text generation behind one `Generator` protocol, with every sample going through the request cache.
 
 `build_generator(GeneratorConfig(...))` returns a `CachedGenerator`; the backend it wraps is chosen by
-name from `BACKENDS` (transformers, vllm, openai). Generators are built once per process and config.
+name from `BACKENDS` (transformers, vllm, openai, scripted: each a config model that builds its backend).
+Generators are built once per process and config.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from a2c.llm.backends import BACKENDS
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats, Generator, Message
-from a2c.llm.config import AnyGeneratorConfig, GeneratorConfig, validate_generator
+from a2c.llm.config import BACKENDS, AnyGeneratorConfig, GeneratorConfig, validate_generator
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.progress import status
 from a2c.llm.sampling import CachedGenerator
@@ -36,7 +36,7 @@ __all__ = [
 @lru_cache(maxsize=16)
 def _build(config: GeneratorConfig) -> CachedGenerator:
     with status(f"loading {config.model}"):  # an in-process model takes seconds to a minute
-        impl = BACKENDS.get(config.backend)(config)
+        impl = config.build()
     return CachedGenerator(impl, open_cache(config.cache))
 
 

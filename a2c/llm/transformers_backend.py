@@ -25,14 +25,14 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from a2c.llm.base import Completion, GenerationRequest
-from a2c.llm.config import DecodeLoop
+from a2c.llm.config import DecodeLoop, TransformersConfig
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
 from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.embedded import ModelSource, resolve_model
 from a2c.llm.progress import decoding_step, reading_prompts
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
-from a2c.system.devices import device_type
+from a2c.system.devices import device_type, resolve_device
 from a2c.system.hub import from_pretrained
 
 if TYPE_CHECKING:
@@ -170,6 +170,12 @@ class TransformersBackend:
         self.guard = ContextGuard(model, model_context(self.lm.config, self.tokenizer, max_model_len),
                                   context_policy, reply_in_context=not self.lm.config.is_encoder_decoder)
         self.truncates_to = self.guard.truncates_to
+
+    @classmethod
+    def from_config(cls, config: TransformersConfig) -> TransformersBackend:
+        return cls(config.model, batch_size=config.batch_size, device=resolve_device(config.device),
+                   dtype=config.dtype, max_model_len=config.max_model_len,
+                   context_policy=config.context_policy, decode=config.decode)
 
     def served_model(self) -> None:
         return None  # it loads what the name says (a local folder or a hub id)

@@ -9,8 +9,9 @@ which other metric modules import.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from a2c.common.registry import lazy_attributes
 
 if TYPE_CHECKING:
     from a2c.metrics.accuracy import TruthfulQAScores, rouge1_similarity, truthfulqa_scores
@@ -93,15 +94,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "eccentricity", "eccentricity_confidence", "eigval_laplacian", "kernel_language_entropy",
         "nli_weights", "num_semantic_sets"),
 }
-_HOMES = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'a2c.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"a2c.metrics.{_HOMES[name]}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_attributes(__name__, {f"{__name__}.{module}": names for module, names in _MODULES.items()})
 
 
 __all__ = [

@@ -243,6 +243,7 @@ class ExperimentConfig(RunConfig):
     """A QA experiment (the paper's pipeline): vary each question, judge agreement, Ask-to-Choose."""
 
     path_keys: ClassVar[tuple[PathKey, ...]] = PATH_KEYS
+    runs_at: ClassVar[str] = "a2c.qa.task:TASK"
 
     task: Literal["qa"] = "qa"
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)

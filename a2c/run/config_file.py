@@ -1,5 +1,5 @@
 """A config file becomes a task's validated config here, in one pass down the floors: the file's text
-(`a2c.common.files`), its YAML, the task's config model (`a2c.run.tasks.TASK_CONFIGS`, by the top-level `task`
+(`a2c.common.files`), its YAML, the task's config model (`a2c.run.tasks.TASKS`, by the top-level `task`
 key, `qa` when absent), its paths read from the file's folder (`a2c.settings.config_paths`), validation
 (`a2c.settings.config`), and the task's data read through. Each step calls the next one down and hands its
 result back; none calls up, so a problem is reported by the step that found it, as `file:line: key: message`.
@@ -13,7 +13,7 @@ from pathlib import Path
 from a2c.common.errors import RenamedKeyWarning
 from a2c.common.files import node_line, parse_yaml, read_text
 from a2c.common.registry import UnknownNameError
-from a2c.run.tasks import DEFAULT_TASK, TASK_CONFIGS, task_of
+from a2c.run.tasks import DEFAULT_TASK, TASKS, task_of
 from a2c.settings.config import ConfigError, RunConfig, validate_config
 from a2c.settings.config_paths import resolve_config_paths
 
@@ -48,7 +48,7 @@ def parse_config(text: str, source: str = "<config>", folder: Path | None = None
         raise ConfigError(f"{source}: expected a mapping of settings at the top level")
     name = data.get("task", DEFAULT_TASK)
     try:
-        model = TASK_CONFIGS.get(str(name))
+        model = TASKS.get(str(name))
     except UnknownNameError as exc:
         line = node_line(root, ("task",))
         raise ConfigError(f"{source}{f':{line}' if line else ''}: task: {exc}") from None

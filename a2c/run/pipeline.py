@@ -35,7 +35,7 @@ from a2c.run.stage import (
     run_stages,
 )
 from a2c.run.store import RunFolder, streamed_name
-from a2c.run.tasks import TASKS, TaskSpec, task_of
+from a2c.run.tasks import TASKS, TaskSpec, task_named, task_of
 from a2c.settings.config import RunConfig, dump_config
 
 TIMINGS = RunFile("timings.json")  # wall time and per-stage counts of the last `a2c run`
@@ -51,7 +51,7 @@ def _written_by_a2c(folder: RunFolder) -> set[str]:
     write, and whatever the folder's markers say their stages wrote."""
     names = {RUN_FILE, CONFIG_FILE, TIMINGS.name, LOCK_FILE, VIEW_FILE, CALIBRATION_FILE}
     for name in TASKS.names():
-        names |= {file.name for stage in TASKS.get(name).stages for file in stage.writes}
+        names |= {file.name for stage in task_named(name).stages for file in stage.writes}
     markers = folder.path / MARKERS
     for marker in sorted(markers.glob("*.json")) if markers.is_dir() else ():
         try:

@@ -5,8 +5,9 @@ at load, its stages and their context, the summary model its metrics stage write
 re-runs and how its report is drawn, and what else it supports: a view (`a2c view`), a comparison of runs
 (`a2c compare`), serving (`a2c serve`); its config model declares the keys that hold paths
 (`RunConfig.path_keys`). `a2c run`, `a2c report`, `a2c.run_experiment`, config loading (`a2c.run.config_file`)
-and those commands all ask it, so the core names no task. Entries are lazy (`"module:attr"`): reading a
-config imports only its own task.
+and those commands all ask it, so the core names no task. The registry holds each task's config model by
+the task's name, lazily (`"module:attr"`): reading a config imports only its own task's config, and the model
+says where its `TaskSpec` is (`RunConfig.runs_at`), imported when a run needs the stages.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from a2c.common.errors import A2CError
-from a2c.common.registry import Registry
+from a2c.common.registry import Registry, resolve
 from a2c.settings.config import RunConfig
 
 if TYPE_CHECKING:  # a config error is reported before stages, stores and views (and numpy) are imported
@@ -109,22 +110,25 @@ class Comparer:
     files: tuple[str, ...]
 
 
-TASKS: Registry[TaskSpec[Any]] = Registry("task", base=TaskSpec)
-TASKS.register_lazy("qa", "a2c.qa.task:TASK")
-TASKS.register_lazy("classification", "a2c.classification.task:TASK")
-# each task's config model alone (`TaskSpec.config`; a test keeps the two registries the same), so reading
-# a config imports no stage; the model declares the config keys that hold paths (`RunConfig.path_keys`)
-TASK_CONFIGS: Registry[type[RunConfig]] = Registry("task", base=RunConfig)
-TASK_CONFIGS.register_lazy("qa", "a2c.qa.config:ExperimentConfig")
-TASK_CONFIGS.register_lazy("classification", "a2c.classification.config:ClassificationConfig")
+# a config's `task:` → the task's config model, which declares the config keys that hold paths
+# (`RunConfig.path_keys`) and where the task's `TaskSpec` is (`RunConfig.runs_at`)
+TASKS: Registry[type[RunConfig]] = Registry("task", base=RunConfig)
+TASKS.register_lazy("qa", "a2c.qa.config:ExperimentConfig")
+TASKS.register_lazy("classification", "a2c.classification.config:ClassificationConfig")
+
+
+def task_named(name: str) -> TaskSpec[Any]:
+    """A registered task's spec (its stages and what it supports); `UnknownNameError` for another name."""
+    spec: TaskSpec[Any] = resolve(TASKS.get(name).runs_at, TaskSpec, f"task {name!r}")
+    return spec
 
 
 def task_of(config: RunConfig) -> TaskSpec[Any]:
-    return TASKS.get(config.task)
+    return task_named(config.task)
 
 
 def supporting(supports: Callable[[TaskSpec[Any]], bool]) -> str:
     """The tasks for which `supports` holds, for a refusal's one line: "(tasks that do: qa)"."""
-    names = [name for name in TASKS.names() if supports(TASKS.get(name))]
+    names = [name for name in TASKS.names() if supports(task_named(name))]
     return f"(tasks that do: {', '.join(names) or 'none'})"
 

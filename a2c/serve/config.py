@@ -24,7 +24,7 @@ from a2c.llm import GeneratorConfig, validate_generator
 from a2c.qa.calibration import Calibration
 from a2c.qa.config import RENAMED_SECTIONS, ExperimentConfig, renamed_keys
 from a2c.qa.decide import settings_mismatch
-from a2c.run.tasks import DEFAULT_TASK, TASKS, supporting
+from a2c.run.tasks import DEFAULT_TASK, supporting, task_named
 
 # per request
 SETTING_KEYS: tuple[str, ...] = ("seed", "variation", "judges", "entropy_judge", "ask_to_choose")
@@ -138,7 +138,7 @@ def read_serve_file(path: Path) -> dict[str, Any]:
 def _check_task(name: str, path: Path) -> None:
     """The file's task must declare serving (`TaskSpec.serves`)."""
     try:
-        task = TASKS.get(name)
+        task = task_named(name)
     except UnknownNameError as exc:
         raise ServeConfigError(f"{path}: task: {exc}") from None
     if not task.serves:

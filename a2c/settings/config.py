@@ -2,7 +2,7 @@
 
 A task's config model (QA's `ExperimentConfig`, classification's `ClassificationConfig`) derives from
 `RunConfig`; `a2c.run.config_file` reads a config file into one, picking the model by the file's `task` key
-(`a2c.run.tasks.TASK_CONFIGS`). Every validation problem is reported as `file:line: key: message`.
+(`a2c.run.tasks.TASKS`). Every validation problem is reported as `file:line: key: message`.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class RunConfig(StrictModel):
 
     # the config keys of the task that hold paths besides the core's (`a2c.settings.config_paths`)
     path_keys: ClassVar[tuple[PathKey, ...]] = ()
+    # where the task's `TaskSpec` (its stages, report, view) is, "module:attr": imported when a run starts,
+    # so reading a config imports no stage
+    runs_at: ClassVar[str]
 
     task: str
     name: str = Field(min_length=1)

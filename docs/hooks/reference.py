@@ -268,7 +268,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     """(title, where, [(name, what it is)]) for every registry a config names components from."""
     from a2c.classification.perturbations import PERTURBATIONS
     from a2c.judges.base import JUDGES
-    from a2c.llm.config import GENERATOR_CONFIGS
+    from a2c.llm.config import BACKENDS
     from a2c.metrics.calibration_maps import CALIBRATION_METHODS
     from a2c.metrics.set_metrics import SET_METRICS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
@@ -277,11 +277,11 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     from a2c.qa.selection import SELECTION_METHODS
     from a2c.run.tasks import TASKS
 
-    yield ("Tasks (`task:`)", "a2c.run.tasks.TASKS`, `a2c.run.tasks.TASK_CONFIGS",
-           [(n, f"config model `{t.config.__name__}`") for n, t in TASKS.items()])
+    yield ("Tasks (`task:`)", "a2c.run.tasks.TASKS",
+           [(n, f"config model `{m.__name__}`, stages in `{m.runs_at}`") for n, m in TASKS.items()])
     yield ("Generation backends (`generator.backend:`)",
-           "a2c.llm.backends.BACKENDS`, `a2c.llm.config.GENERATOR_CONFIGS",
-           [(n, _first_line(m.__doc__)) for n, m in GENERATOR_CONFIGS.items()])
+           "a2c.llm.config.BACKENDS",
+           [(n, _first_line(m.__doc__)) for n, m in BACKENDS.items()])
     yield ("Judges (`judges.names:`)", "a2c.judges.base.JUDGES",
            [(n, _first_line(j.__doc__)) for n, j in JUDGES.items()])
     yield ("Selection methods (`selection:`)", "a2c.qa.selection.SELECTION_METHODS",

@@ -1,7 +1,9 @@
+import sys
+
 import pytest
 
 from a2c.common.errors import A2CError
-from a2c.common.registry import Registry, UnknownNameError
+from a2c.common.registry import Registry, UnknownNameError, lazy_attributes, resolve
 
 
 def test_registry_suggests_close_names():
@@ -20,3 +22,44 @@ def test_registry_refuses_duplicates():
     reg.register("x")(1)
     with pytest.raises(ValueError, match="registered twice"):
         reg.register("x")(2)
+
+
+def test_resolve_follows_a_dotted_attribute_and_checks_the_base():
+    from a2c.llm.config import TransformersConfig
+    from a2c.llm.transformers_backend import TransformersBackend
+
+    assert resolve("a2c.llm.transformers_backend:TransformersBackend.from_config") \
+        == TransformersBackend.from_config
+    assert resolve(TransformersConfig.backend_at) == TransformersBackend.from_config
+    assert resolve("a2c.common.registry:Registry", base=object) is Registry
+    with pytest.raises(TypeError, match=r"judge 'x': a2c.common.registry:resolve is not a Registry"):
+        resolve("a2c.common.registry:resolve", base=Registry, what="judge 'x'")
+    with pytest.raises(ValueError, match=r"must be 'module:attr', got 'a2c\.common\.registry'"):
+        resolve("a2c.common.registry")
+
+
+def test_a_lazy_entry_of_the_wrong_kind_is_refused_on_lookup():
+    reg: Registry[type] = Registry("task", base=Exception)
+    reg.register_lazy("odd", "a2c.common.registry:Registry")
+    assert "odd" in reg  # known by name before anything is imported
+    with pytest.raises(TypeError, match=r"task 'odd': a2c\.common\.registry:Registry is not a Exception"):
+        reg.get("odd")
+
+
+def test_lazy_attributes_imports_on_first_use_and_warns_only_for_deprecated_names(monkeypatch):
+    import types
+
+    package = types.ModuleType("a2c_lazy_probe")
+    monkeypatch.setitem(sys.modules, package.__name__, package)
+    hook = lazy_attributes(package.__name__, {"a2c.common.registry": ("Registry",)},
+                           moved_to="a2c.common.errors",
+                           deprecated=lambda name: f"{name} moved" if name == "A2CError" else None)
+    package.__getattr__ = hook  # type: ignore[attr-defined]
+    assert package.Registry is Registry and "Registry" in vars(package)  # stored: the hook runs once
+    with pytest.warns(DeprecationWarning, match="^A2CError moved$"):
+        assert package.A2CError is A2CError
+    assert "A2CError" not in vars(package)  # a deprecated name warns on every use
+    with pytest.raises(AttributeError, match="has no attribute '__path__'"):
+        package.__getattr__("__path__")
+    with pytest.raises(AttributeError):
+        package.nothing_here  # noqa: B018  (not in homes; moved_to has no such name)

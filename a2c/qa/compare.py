@@ -32,7 +32,6 @@ from a2c.qa.format_following import (
     format_following_table,
 )
 from a2c.qa.metric_columns import MetricColumn
-from a2c.qa.report import METHOD_LABELS
 from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
@@ -40,6 +39,7 @@ from a2c.qa.rows import (
     PARAPHRASES,
     PHASES,
     SELECTIONS,
+    SOURCE_LABELS,
     SOURCES,
     MetricRow,
     Phase,
@@ -134,14 +134,14 @@ class Comparison:
     def table(self) -> Table:
         header = ["method", "run", *[m.label for m in self.metrics], "A2C don't-know share",
                   "A2C calls / question"]
-        return Table(header, [[METHOD_LABELS[source], run.label,
+        return Table(header, [[SOURCE_LABELS[source].table, run.label,
                                *[_cell_text(self.cells[(source, run.label, m.key)]) for m in self.metrics],
                                run.dont_know_share(source), run.calls_per_question(source)]
                               for source, run in self.rows()])
 
     def following_table(self) -> Table | None:
         """Each run's rank-prompt format-following per method; None when no run asked rank prompts."""
-        rows = [([METHOD_LABELS[source], run.label], ff) for source in SOURCES for run in self.runs
+        rows = [([SOURCE_LABELS[source].table, run.label], ff) for source in SOURCES for run in self.runs
                 if (ff := run.following.get(source)) is not None]
         return format_following_table(rows, ["method", "run"]) if rows else None
 
@@ -208,7 +208,7 @@ class Comparison:
             ax.axhline(0, color="grey", linewidth=0.8)
             ax.set_xticks(range(len(self.metrics)), [m.label for m in self.metrics], rotation=30, ha="right",
                           fontsize=8)
-            ax.set_title(METHOD_LABELS[source], fontsize=9)
+            ax.set_title(SOURCE_LABELS[source].table, fontsize=9)
             ax.set_ylabel(f"after − before A2C ({LEVEL:.0%} paired bootstrap interval)", fontsize=8)
         handles = [plt.Line2D([], [], marker="o", linestyle="", color=f"C{k}") for k in range(len(self.runs))]
         fig.legend(handles, [_short(run.label) for run in self.runs], loc="outside lower center", fontsize=7)

@@ -4,11 +4,10 @@ rest is said to be indistinguishable from 0."""
 
 from __future__ import annotations
 
-from a2c.qa.rows import SOURCES
+from a2c.qa.rows import SOURCE_LABELS, SOURCES
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import Difference, QASummary, SelectionSummary, judge_label
 
-SOURCE_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature samples"}
 VERDICTS = {"up": "better than", "down": "worse than", None: "not distinguishable from"}
 
 
@@ -28,7 +27,7 @@ def _changes(summary: QASummary) -> list[str]:
         cells += [(f"entropy ({judge_label(summary.entropy_judge)})", change.entropy)]
         clear = [_change(name, d) for name, d in cells if d.direction is not None and d.mean is not None]
         pairs = max((d.pairs for _, d in cells), default=0)
-        found.append(f"**{SOURCE_LABELS[source]}**: " + (
+        found.append(f"**{SOURCE_LABELS[source].prose}**: " + (
             f"after Ask-to-Choose, {'; '.join(clear)} (after − before, 95% interval over {pairs} questions)."
             if clear else f"no before → after change is distinguishable from 0 on {pairs} questions."))
     return found
@@ -44,8 +43,8 @@ def _dont_know(summary: QASummary) -> list[str]:
         change = summary.change(source)
         rose = [similarity_label(s) for s, d in (change.accuracy.items() if change else ())
                 if summary.referenced and d.direction == "up"]
-        line = (f"On {SOURCE_LABELS[source]}, {after.idk_share:.0%} of the rank prompts chose the don't-know "
-                "option (the don't-know share: rank prompts whose parsed choice is that option).")
+        line = (f"On {SOURCE_LABELS[source].prose}, {after.idk_share:.0%} of the rank prompts chose the "
+                "don't-know option (the don't-know share: rank prompts whose parsed choice is that option).")
         if rose and after.idk_share > 0:
             line += (f" The {', '.join(rose)} rise comes with these declines: an answer saying it does not "
                      "know is scored against the references like any other (TruthfulQA counts \"I have no "
@@ -70,11 +69,11 @@ def _best_pickers(summary: QASummary) -> list[str]:
         versus = best.vs_random.get(similarity)
         label = similarity_label(similarity)
         if versus is None or versus.mean is None:
-            found.append(f"The best picker on {SOURCE_LABELS[source]} is {best.label} ({label} "
+            found.append(f"The best picker on {SOURCE_LABELS[source].prose} is {best.label} ({label} "
                          f"{best.accuracy[similarity].mean:.3f}).")
             continue
         verdict = VERDICTS[versus.direction]
-        found.append(f"The best picker on {SOURCE_LABELS[source]} is {best.label} ({label} "
+        found.append(f"The best picker on {SOURCE_LABELS[source].prose} is {best.label} ({label} "
                      f"{best.accuracy[similarity].mean:.3f}), {verdict} a random candidate: "
                      f"{_change('difference', versus)}.")
     return found

@@ -23,7 +23,7 @@ from a2c.qa.columns import MetricColumns, UncertaintyColumns, optional
 from a2c.qa.conclusions import conclusions
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
-from a2c.qa.rows import METRICS, PHASES, SOURCES, SUMMARY, UNCERTAINTY
+from a2c.qa.rows import METRICS, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import (
     BeforeAfter,
@@ -50,7 +50,6 @@ PLOT_REJECTION = RunFile("accuracy_vs_rejection.png")
 TABLE_SELECTION = RunFile("table_selection.csv")
 REPORT_FILES = (REPORT, TABLE_BEFORE_AFTER, TABLE_ACCURATE, COUNTS, PLOT_ACCURACY, PLOT_CORRELATIONS,
                 TABLE_SIGNAL, PLOT_REJECTION, TABLE_SELECTION, TABLE_DECLINE, PLOT_RISK_COVERAGE)
-METHOD_LABELS = {"paraphrase": "in-context paraphrases", "temperature": "cross-temperature"}
 # how a rank reply was read (`ParseMethod`), as the counts table names it
 PARSE_METHOD_ROWS = {"number": "rank replies read by option number",
                      "letter": "rank replies read by option letter",
@@ -120,7 +119,7 @@ def before_after_table(summary: QASummary, *, bounds: bool = False) -> Table:
         change = summary.change(method) if after is not None else None
         cells = [_arrow(get(before), get(after), diff(change) if change else None) if after is not None
                  else fmt(get(before)) for _, get, diff in columns]
-        row = [METHOD_LABELS[method], summary.model, *cells[:idk_at],
+        row = [SOURCE_LABELS[method].table, summary.model, *cells[:idk_at],
                fmt(after.idk_share) if after is not None else "n/a", *cells[idk_at:]]
         if bounds:
             row += [fmt(getattr(diff(change), end)) if change else "n/a"
@@ -154,7 +153,7 @@ def selection_table(summary: QASummary, *, bounds: bool = False) -> Table:
             header += [f"{name}", f"{name} low", f"{name} high"] if bounds else [f"{name} [95% CI]"]
     rows = []
     for r in summary.selection:
-        row = [METHOD_LABELS[r.source], r.label, *[fmt(r.accuracy[s].mean) for s in sims],
+        row = [SOURCE_LABELS[r.source].table, r.label, *[fmt(r.accuracy[s].mean) for s in sims],
                fmt(r.dont_know_share), f"{r.picked} / {r.questions}", str(r.unparsed),
                f"{r.calls / r.questions:.2f}" if r.questions else "n/a"]
         for _, versus in comparisons:
@@ -172,7 +171,7 @@ def accurate_answers_table(summary: QASummary) -> Table:
     header = ["method", "model", "phase"] + [f"{judge_label(j)} all / accurate" for j in judges]
     rows = []
     for g in summary.groups:
-        rows.append([METHOD_LABELS[g.method], g.model, g.phase]
+        rows.append([SOURCE_LABELS[g.method].table, g.model, g.phase]
                     + [f"{fmt(g.consistency[j].mean)} / {fmt(g.consistency_accurate[j].mean)}"
                        for j in judges])
     return Table(header, rows)
@@ -280,7 +279,7 @@ def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> 
         mine = metrics.where(g.method, g.phase)
         cons, accuracy = metrics.judge("cons_sem", judge)[mine], metrics.accuracy(sim)[mine]
         drawn = ~np.isnan(cons) & ~np.isnan(accuracy)
-        label = f"{METHOD_LABELS[g.method]}, {g.phase} A2C"
+        label = f"{SOURCE_LABELS[g.method].table}, {g.phase} A2C"
         ax.scatter(cons[drawn], accuracy[drawn], s=12, alpha=0.35,
                    marker=markers[g.phase], color=colours[g.method])
         x, y = g.consistency[judge].mean, g.accuracy[sim].acc.mean
@@ -304,7 +303,8 @@ def plot_consistency(metrics: MetricColumns, summary: QASummary) -> bytes:
     for g in summary.groups:
         values = metrics.judge("cons_sem", judge)[metrics.where(g.method, g.phase)]
         values = values[~np.isnan(values)]
-        ax.hist(values, bins=10, range=(0, 1), alpha=0.4, label=f"{METHOD_LABELS[g.method]}, {g.phase} A2C")
+        ax.hist(values, bins=10, range=(0, 1), alpha=0.4,
+                label=f"{SOURCE_LABELS[g.method].table}, {g.phase} A2C")
     ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
     ax.set_ylabel("questions")
     ax.set_title(f"{summary.name}: {summary.model} (no reference answers: no accuracy)", fontsize=9)
@@ -324,7 +324,7 @@ def plot_rejection(metrics: MetricColumns, summary: QASummary,
     groups.update({key: g for key, (g, _) in answer_groups(uncertainty).items()})
     fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5.5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):
-        ax.set_title(f"{METHOD_LABELS[source]}, before A2C", fontsize=9)
+        ax.set_title(f"{SOURCE_LABELS[source].table}, before A2C", fontsize=9)
         ax.set_xlabel("share of answers rejected (least consistent first)")
         ax.set_ylabel("accuracy of the answers kept")
         mine = {name: g for (name, s, phase), g in groups.items() if s == source and phase == "before"}
@@ -366,8 +366,8 @@ def signal_table(summary: QASummary) -> Table:
         undefined = f"undefined ({item.undefined})" if item.undefined else None
         auroc = undefined or _with_ci(item.auroc, item.auroc_ci)
         prr = undefined or _with_ci(item.prr, item.prr_ci)
-        rows.append([item.metric, METHOD_LABELS[item.source], item.phase, f"{item.accurate} / {item.answers}",
-                     str(item.sets), auroc, prr])
+        rows.append([item.metric, SOURCE_LABELS[item.source].table, item.phase,
+                     f"{item.accurate} / {item.answers}", str(item.sets), auroc, prr])
     return Table(["metric", "method", "phase", "accurate / answers", "sets", "AUROC [95% CI]",
                   "PRR [95% CI]"], rows)
 
@@ -396,7 +396,7 @@ def format_following_section(summary: QASummary) -> str:
     """The report's section on the rank prompt's format-following (empty without A2C)."""
     if not summary.format_following:
         return ""
-    table = format_following_table([([METHOD_LABELS[source]], ff)
+    table = format_following_table([([SOURCE_LABELS[source].table], ff)
                                     for source, ff in summary.format_following.items()], ["method"])
     return ("\n\n## The rank prompt: does the model follow it?\n\n"
             f"{FORMAT_FOLLOWING_NOTE}\n\n{table.markdown()}")

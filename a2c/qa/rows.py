@@ -18,6 +18,21 @@ from a2c.run.runfiles import MatricesFile, Row, RowsFile, RunFile
 
 Source = Literal["paraphrase", "temperature"]  # in-context paraphrases (Y_c) or temperatures (Y_t)
 SOURCES: tuple[Source, ...] = get_args(Source)
+
+
+@dataclass(frozen=True)
+class SourceLabel:
+    """How the report, viewer and comparison name a source: in a table cell or plot title (Table 5's
+    columns), and in a sentence of "What this run says"."""
+
+    table: str
+    prose: str
+
+
+SOURCE_LABELS: dict[Source, SourceLabel] = {
+    "paraphrase": SourceLabel("in-context paraphrases", "in-context paraphrases"),
+    "temperature": SourceLabel("cross-temperature", "cross-temperature samples"),
+}
 Phase = Literal["before", "after"]  # before or after Ask-to-Choose
 PHASES: tuple[Phase, ...] = get_args(Phase)
 ParseMethod = Literal["number", "letter", "text", "idk", "unparsed"]  # how a rank reply was read

@@ -38,7 +38,6 @@ from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
 from a2c.qa.metric_columns import computed_columns, judge_label
 from a2c.qa.rank import majority_vote
-from a2c.qa.report import METHOD_LABELS
 from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
@@ -46,6 +45,7 @@ from a2c.qa.rows import (
     METRICS,
     PARAPHRASES,
     PHASES,
+    SOURCE_LABELS,
     SOURCES,
     AnswerField,
     ChoiceRow,
@@ -177,7 +177,7 @@ def qa_view(store: Store, config: ExperimentConfig, records: list[QARecord] | No
                   "plots cover them all).",)
     return ItemView(noun="question", columns=_columns(run, rows), rows=rows,
                     pages={qid: _page(run, qid) for qid in ids},
-                    groups=tuple(METHOD_LABELS[s] for s in SOURCES), notes=notes)
+                    groups=tuple(SOURCE_LABELS[s].table for s in SOURCES), notes=notes)
 
 
 # -- the list ---------------------------------------------------------------------------------------------
@@ -236,7 +236,8 @@ def _columns(run: _Run, rows: Sequence[dict[str, Cell]]) -> tuple[Column, ...]:
     metrics.append(("entropy", f"{entropy.label} ({judge_label(run.config.entropy_judge_name)})"))
     metrics += [(f"extra.{c.key}", c.label) for c in computed_columns([j.name for j in run.config.judges])]
     for source in SOURCES:
-        columns += [Column(f"{source}.{phase}.{key}", f"{label} {phase}", "number", METHOD_LABELS[source])
+        group = SOURCE_LABELS[source].table
+        columns += [Column(f"{source}.{phase}.{key}", f"{label} {phase}", "number", group)
                     for key, label in metrics for phase in PHASES if f"{source}.{phase}.{key}" in present]
     return tuple(columns)
 
@@ -270,7 +271,7 @@ def _metrics(run: _Run, qid: str) -> Section:
     rows = run.metrics[qid]
     flat = [flatten(m.model_dump(mode="json", exclude={"id", "source", "phase"})) for m in rows]
     keys = list(dict.fromkeys(k for f in flat for k in f))
-    table = Table(["metric", *[f"{METHOD_LABELS[m.source]}, {m.phase} A2C" for m in rows]],
+    table = Table(["metric", *[f"{SOURCE_LABELS[m.source].table}, {m.phase} A2C" for m in rows]],
                   [[key, *[cell_text(f.get(key)) for f in flat]] for key in keys])
     return Section("Metrics before → after Ask-to-Choose", (TableBlock(table),))
 
@@ -295,7 +296,7 @@ def _answers_section(run: _Run, qid: str) -> Section:
     sims = [s.name for s in run.config.accuracy.similarities] if run.scores else []
     header = ["answer", "source", "technique", "temperature", "asked", "long", "short",
               *[_similarity(s) for s in sims]]
-    rows = [[_label(g.source, g.slot), METHOD_LABELS[g.source], g.technique or "", f"{g.temperature:g}",
+    rows = [[_label(g.source, g.slot), SOURCE_LABELS[g.source].table, g.technique or "", f"{g.temperature:g}",
              g.asked, g.long, g.short, *[_score_text(run, qid, s, g.answer(run.field)) for s in sims]]
             for source in SOURCES for g in run.before(qid, source)]
     note = f"Accuracy (TruthfulQA's protocol) is scored on the {run.field} answer, as the run scored it."
@@ -328,7 +329,7 @@ def _agreement(run: _Run, qid: str) -> tuple[Section, ...]:
                     continue
                 m = np.asarray(run.matrices[phase][key], dtype=np.float64)
                 clusters = semantic_clusters(judge.equivalent(m)) if m.shape[0] else []
-                maps.append(Heatmap(f"{judge_label(name)} · {METHOD_LABELS[source]}", tuple(labels),
+                maps.append(Heatmap(f"{judge_label(name)} · {SOURCE_LABELS[source].table}", tuple(labels),
                                     tuple(tuple(float(v) for v in row) for row in m), tuple(clusters)))
         title = "Agreement and clusters, " + (
             "before Ask-to-Choose" if phase == "before"

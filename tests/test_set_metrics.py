@@ -93,6 +93,32 @@ def test_it_shows_up_in_the_comparison(runs):
     assert comparison.cells[("paraphrase", "a", "extra.words")].before is not None
 
 
+def test_it_is_a_signal_a_calibration_can_rank_by_and_a_server_computes(runs):
+    """`a2c calibrate` offers it (with the judges it reads), and `a2c serve` computes it for a calibration
+    made on it: on two temperature answers, Exact Agreed pairs is 1 when they match, else 0."""
+    from a2c.qa.calibration import run_units
+    from a2c.qa.config import ExperimentConfig
+    from a2c.run.open_run import stored_run
+    from tests.test_serve import QUESTIONS, chat
+    from tests.test_serve_calibration import _ask, calibrated_app, calibration
+
+    run = stored_run(runs[0])
+    config = run.config
+    assert isinstance(config, ExperimentConfig)
+    units = run_units(run.folder, "paraphrase", "rouge1", judges=[j.name for j in config.judges],
+                      entropy_judge=config.entropy_judge_name, similarities=["rouge1"])
+    assert units.reads["-Words"] == () and units.reads["Exact Agreed pairs"] == ("exact",)
+    assert (units.signals["-Words"] < 0).all()  # lower is better: offered as its negation
+    made = calibration(signal="Exact Agreed pairs", signals_cv_aurc={"Exact Agreed pairs": 0.3})
+    seen = set()
+    for response in _ask(calibrated_app(made=made), [chat(q) for q in QUESTIONS[:8]]):
+        proof = response.json()["a2c"]
+        cons_sem = proof["consistency"]["temperature"]["cons_sem"]["exact"]
+        assert proof["calibrated"]["score"] == cons_sem
+        seen.add(cons_sem)
+    assert seen == {0.0, 1.0}
+
+
 def test_declarations_are_checked():
     with pytest.raises(ValueError, match="exactly one of `compute`"):
         SetMetric("Both", higher_is_better=True, compute=mean_words, stored="cons_lex")

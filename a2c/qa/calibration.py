@@ -46,6 +46,7 @@ from a2c.metrics.selective import (
 from a2c.metrics.set_metrics import SET_METRICS
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.metric_columns import computed_columns
 from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
 from a2c.qa.summary import judge_label, signal_scores, uncertainty_name, uncertainty_scores
 from a2c.run.stage import json_digest
@@ -91,14 +92,18 @@ def signal_reads(judges: Sequence[str], entropy_judge: str, measures: Sequence[t
     reads[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = (entropy_judge,)
     reads[cons_lex.signed_label] = ()
     reads.update({uncertainty_name(m, graph): tuple(graph.split("+")) for m, graph in measures})
+    reads.update({c.signed_label: (c.judge,) if c.judge is not None else ()
+                  for c in computed_columns(judges) if c.metric.signal})
     return reads
 
 
 def set_signals(rows: Sequence[MetricRow], uncertainty: Sequence[UncertaintyRow], judges: Sequence[str],
                 entropy_judge: str) -> dict[str, np.ndarray]:
     """Every set-level signal of the rows (one value per row, NaN: undefined), exactly as the signal table
-    computes them."""
-    return {**signal_scores(MetricColumns.read(rows), judges, entropy_judge),
+    computes them: the built-in metrics, every registered metric the rows hold, the uncertainty measures."""
+    metrics = MetricColumns.read(rows)
+    extra = [c for c in computed_columns(judges) if metrics.has_extra(c.key)]
+    return {**signal_scores(metrics, judges, entropy_judge, extra),
             **uncertainty_scores(UncertaintyColumns.read(uncertainty))}
 
 

@@ -154,6 +154,10 @@ class MetricColumns(Columns):
         """A computed metric's column (`a2c.qa.metric_columns`), by its key."""
         return self._column(("extra", key))
 
+    def has_extra(self, key: str) -> bool:
+        """Whether any row holds this computed metric (a metric registered after the run is held by none)."""
+        return ("extra", key) in self.values
+
 
 @dataclass(frozen=True)
 class UncertaintyColumns(Columns):

@@ -20,10 +20,12 @@ import numpy as np
 
 from a2c.judges import Judge
 from a2c.metrics import cons_lex
+from a2c.metrics.set_metrics import AnswerSet
 from a2c.qa.calibration import Calibration, set_signals
 from a2c.qa.choice import Choice, Decision
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
+from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import majority_vote
 from a2c.qa.rows import MetricRow, UncertaintyRow
 
@@ -71,13 +73,15 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
     """The calibration's signal on the choice's candidates of its source (None below two candidates)."""
     source = calibration.source
     texts = [g.answer(settings.variation.answer_field) for g in choice.generations if g.source == source]
-    if not calibration.judges:  # Cons_lex: the texts alone
-        return cons_lex(texts)
     matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64)
                 for name, sets in choice.judged.items()}
+    # the registered metrics as the metrics stage computes them, so a calibration may rank by any of them
+    judged = {name: AnswerSet(texts, m, judges[name].equivalent(m)) for name, m in matrices.items()}
+    extra = compute_columns(computed_columns(list(matrices)), texts, judged)
     row = MetricRow(id="q", source=source, phase="before", n=len(texts), n_accurate=None,
                     cons_lex=cons_lex(texts), judges={name: sets[source].scores
-                                                      for name, sets in choice.judged.items()}, accuracy={})
+                                                      for name, sets in choice.judged.items()}, accuracy={},
+                    extra=extra)
     per_set, _ = set_measures(matrices, {name: judges[name] for name in matrices})
     uncertainty = UncertaintyRow(id="q", source=source, phase="before", accurate=None, sets=per_set,
                                  answers={})

@@ -147,21 +147,36 @@ class PandasMissingError(A2CError):
 class RunResult:
     """What `run_experiment` did (per-stage stats) and what it found: `summary` is the task's typed
     summary (`QASummary` for QA), `metrics` its per-item rows where the task has them (one `MetricRow`
-    per question, source and phase for QA)."""
+    per question, source and phase for QA), read from the run folder when asked: a 100,000-question run
+    returns without holding 400,000 rows."""
 
     folder: Path
     stages: dict[str, StageStats]
     seconds: float
     summary: BaseModel | None = None
     task: TaskSpec[Any] | None = None
-    metrics: list[Row] = field(default_factory=list)
     questions: dict[str, str] = field(default_factory=dict)  # id → question text
 
-    def records(self) -> list[dict[str, Any]]:
-        """The metric rows flattened to one dict each (QA: `<judge>_cons_sem`, `<similarity>_acc`, ...; a
-        question without references has no accuracy keys: absent, not zero)."""
+    def iter_metrics(self) -> Iterator[Row]:
+        """The per-item rows one at a time, from the run folder's file (none for a task without them)."""
+        if self.task is None or self.task.metrics is None:
+            return iter(())
+        return RunFolder(self.folder).iter_rows(self.task.metrics)
+
+    @property
+    def metrics(self) -> list[Row]:
+        """Every per-item row, read now (`iter_metrics` streams them)."""
+        return list(self.iter_metrics())
+
+    def iter_records(self) -> Iterator[dict[str, Any]]:
+        """The metric rows flattened to one dict each, one at a time (QA: `<judge>_cons_sem`,
+        `<similarity>_acc`, ...; a question without references has no accuracy keys: absent, not zero)."""
         flatten = self.task.flatten if self.task is not None else None
-        return [flatten(r, self.questions) for r in self.metrics] if flatten is not None else []
+        return (flatten(r, self.questions) for r in self.iter_metrics()) if flatten is not None else iter(())
+
+    def records(self) -> list[dict[str, Any]]:
+        """`iter_records` as a list."""
+        return list(self.iter_records())
 
     def to_pandas(self) -> Any:
         """The per-question metrics as a pandas DataFrame (needs pandas: `pip install 'a2c[data]'`)."""
@@ -170,7 +185,7 @@ class RunResult:
         except ImportError:
             raise PandasMissingError("RunResult.to_pandas() needs pandas (pip install 'a2c[data]'); "
                                      "RunResult.records() gives the same rows as dicts") from None
-        return pd.DataFrame(self.records())
+        return pd.DataFrame(self.iter_records())
 
     def totals(self) -> StageStats:
         total = StageStats(seconds=self.seconds)
@@ -206,9 +221,8 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
     with claim_run_folder(config, Path(run_dir or config.run_dir), force=force) as folder:
         ctx = task.make_context(config, folder, progress=progress)
         stages = run_stages(ctx, task.stages, log)
-        rows = list(folder.read_rows(task.metrics)) if task.metrics else []
         result = RunResult(folder.path, stages, time.perf_counter() - started, task.read_summary(folder),
-                           task, rows, ctx.item_texts())
+                           task, ctx.item_texts())
         folder.write_json(TIMINGS.name, _timings(folder, stages, result.seconds))
     return result
 

@@ -82,6 +82,26 @@ def test_on_the_cpu_repeated_samples_are_one_request_without_a_seed():
     assert [c.text for c in out[0].completions] == ["seed None #0", "seed None #1", "seed None #2"]
 
 
+@pytest.mark.parametrize(("native", "device", "asked", "runs"), [
+    (False, "cpu", "auto", "float32"),  # an AVX2 CPU: bfloat16 would be torch's scalar fallback
+    (True, "cpu", "auto", "auto"),  # AVX512-BF16 / AMX: vLLM's own choice (bfloat16)
+    (False, "cpu", "bfloat16", "bfloat16"),  # asked for: kept
+    (False, "cuda", "auto", "auto"),
+])
+def test_auto_on_a_cpu_without_native_bfloat16_runs_float32(monkeypatch, native, device, asked, runs):
+    from a2c.llm import vllm_backend
+    from a2c.llm.config import VLLMConfig
+
+    monkeypatch.setattr(vllm_backend, "cpu_has_native_bf16", lambda: native)
+    assert vllm_backend.engine_dtype(device, asked) == runs
+    settings = vllm_backend.engine_settings(VLLMConfig(device="cpu", dtype=asked), "/m") if device == "cpu" \
+        else None
+    if settings is not None:
+        assert settings.dtype == runs and settings.llm_kwargs()["dtype"] == runs
+        backend = _backend("cpu", settings.dtype)
+        assert backend.draw_identity() == (None if runs == "auto" else {"device": "cpu", "dtype": runs})
+
+
 def test_the_draw_identity_leaves_the_cpu_default_alone():
     assert _backend("cpu").draw_identity() is None
     assert _backend("cpu", "bfloat16").draw_identity() == {"device": "cpu", "dtype": "bfloat16"}

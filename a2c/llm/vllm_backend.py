@@ -53,7 +53,7 @@ from a2c.llm.progress import engine_requests
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 from a2c.llm.top_p import sampling_args
-from a2c.system.devices import device_type, resolve_device
+from a2c.system.devices import cpu_has_native_bf16, device_type, resolve_device
 from a2c.system.reaper import reaper
 
 
@@ -177,10 +177,18 @@ class EngineSettings:
         return kwargs
 
 
+def engine_dtype(device: str, dtype: str) -> str:
+    """`auto` on a CPU without native bfloat16 becomes float32: vLLM's CPU build would cast the model to
+    bfloat16 and run every matmul through torch's scalar fallback (3.7x slower on an AVX2 CPU)."""
+    return "float32" if device == "cpu" and dtype == "auto" and not cpu_has_native_bf16() else dtype
+
+
 def engine_settings(config: VLLMConfig, path: str) -> EngineSettings:
-    return EngineSettings(path=path, device=device_type(resolve_device(config.device)), seed=config.seed,
+    device = device_type(resolve_device(config.device))
+    return EngineSettings(path=path, device=device, seed=config.seed,
                           max_model_len=config.max_model_len, block_size=config.vllm_block_size,
-                          top_p=config.vllm_top_p, dtype=config.dtype, kv_cache_gb=config.vllm_kv_cache_gb,
+                          top_p=config.vllm_top_p, dtype=engine_dtype(device, config.dtype),
+                          kv_cache_gb=config.vllm_kv_cache_gb,
                           gpu_memory_utilization=config.gpu_memory_utilization,
                           tensor_parallel_size=config.tensor_parallel_size, max_num_seqs=config.max_num_seqs)
 
@@ -244,8 +252,10 @@ class VLLMBackend:
         return None  # it loads what the name says (a local folder or a hub id)
 
     def draw_identity(self) -> dict[str, str] | None:
-        """Device type and dtype, part of every cache key; None for the CPU build at its default dtype, so
-        the keys of answers drawn before they were recorded stay the same."""
+        """Device type and dtype, part of every cache key; None for the CPU build at its default dtype
+        (bfloat16, where the CPU has it natively), so the keys of answers drawn before they were recorded stay
+        the same. On a CPU without native bfloat16, `auto` runs float32 (`engine_dtype`): other draws, other
+        keys."""
         if self.settings.on_cpu and self.settings.dtype == "auto":
             return None
         return {"device": self.settings.device, "dtype": _engine_dtype(self.llm, self.settings.dtype)}

@@ -130,7 +130,8 @@ class InProcessConfig(GeneratorConfig):
     batch_size: int = Field(32, ge=1, description="prompts per batch")
     # auto: the first GPU torch sees, else the CPU (a2c.system.devices); checked when the config loads
     device: Device = "auto"
-    # auto: bfloat16 on a GPU that supports it, float32 on the CPU (the backend decides)
+    # auto: bfloat16 on a GPU that supports it, float32 on the CPU (vllm: bfloat16 where the CPU has it
+    # natively, `a2c.llm.vllm_backend.engine_dtype`)
     dtype: Dtype = "auto"
     # prompt + reply tokens the in-process backends run, capped by the model's own context (transformers)
     # and passed to vLLM's engine: it bounds memory and time; longer prompts go by `context_policy`

@@ -327,8 +327,9 @@ def hand_kept_registries(source: str) -> list[str]:
     return found
 
 
-# name → data, not code a config plugs in: model files shipped in packages, with aliases
-CATALOGS = {"a2c.llm.embedded.EMBEDDED_MODELS"}
+# name → data, not code a config plugs in: model files shipped in packages, with aliases; the display labels
+# of the two sources of variation (a closed Literal, not a point where components plug in)
+CATALOGS = {"a2c.llm.embedded.EMBEDDED_MODELS", "a2c.qa.rows.SOURCE_LABELS"}
 
 
 def test_components_are_registered_only_through_a_registry():

@@ -119,7 +119,9 @@ def test_under_auto_both_devices_options_are_kept_so_one_config_runs_on_either_b
     parse_config((Path(__file__).parents[1] / "experiments" / "truthfulqa-a2c.yaml").read_text())
 
 
-def test_each_device_gets_only_its_own_engine_arguments(gpus):
+def test_each_device_gets_only_its_own_engine_arguments(gpus, monkeypatch):
+    # a CPU with native bfloat16 keeps vLLM's `auto` (tests/test_vllm_seeds.py: float32 on one without)
+    monkeypatch.setattr("a2c.llm.vllm_backend.cpu_has_native_bf16", lambda: True)
     cpu = engine_settings(VLLMConfig(vllm_kv_cache_gb=3, max_num_seqs=8), "/m")
     assert cpu.device == "cpu" and cpu.on_cpu
     args = cpu.llm_kwargs()

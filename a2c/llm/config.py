@@ -120,7 +120,6 @@ class ScriptedConfig(GeneratorConfig):
     backend_at: ClassVar[str] = "a2c.llm.scripted:ScriptedBackend.from_config"
 
 
-
 DecodeLoop = Literal["auto", "generate", "static"]
 
 
@@ -147,7 +146,6 @@ class TransformersConfig(InProcessConfig):
     # (a2c.llm.static_decode); generate: transformers' `generate`; auto: static on CUDA, generate elsewhere
     # (and for seq2seq models and log-probability requests, which only `generate` serves)
     decode: DecodeLoop = "auto"
-
 
 
 class VLLMConfig(InProcessConfig):
@@ -201,7 +199,6 @@ class VLLMConfig(InProcessConfig):
         return self
 
 
-
 class OpenAIConfig(GeneratorConfig):
     """Any OpenAI-compatible server (vLLM's, llama.cpp's, a hosted API); the server picks its device."""
 
@@ -245,7 +242,6 @@ class OpenAIConfig(GeneratorConfig):
         if bad:
             raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
         return tuple(u.rstrip("/") for u in value)
-
 
 
 # a config's `backend:` name → its config model, which builds the backend

@@ -76,8 +76,11 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
     matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64)
                 for name, sets in choice.judged.items()}
     # the registered metrics as the metrics stage computes them, so a calibration may rank by any of them
-    judged = {name: AnswerSet(texts, m, judges[name].equivalent(m)) for name, m in matrices.items()}
-    extra = compute_columns(computed_columns(list(matrices)), texts, judged)
+    # (a judge's equivalences are decided only for the metrics that read them: none are registered by default)
+    columns = computed_columns(list(matrices))
+    judged = {c.judge: AnswerSet(texts, matrices[c.judge], judges[c.judge].equivalent(matrices[c.judge]))
+              for c in columns if c.judge is not None}
+    extra = compute_columns(columns, texts, judged)
     row = MetricRow(id="q", source=source, phase="before", n=len(texts), n_accurate=None,
                     cons_lex=cons_lex(texts), judges={name: sets[source].scores
                                                       for name, sets in choice.judged.items()}, accuracy={},

@@ -74,7 +74,7 @@ def child(n: int, root: Path, result: Path) -> None:
     answers = root / "answers.jsonl"
     with answers.open("w", encoding="utf-8") as handle:  # one short answer per question, as another tool's
         seen = set()
-        for row in RunFolder(config.run_dir).read_rows(GENERATIONS):
+        for row in RunFolder(config.run_dir).iter_rows(GENERATIONS):
             if row.id not in seen:
                 seen.add(row.id)
                 handle.write(json.dumps({"id": row.id, "answer": row.short}) + "\n")

@@ -33,20 +33,29 @@ def _fresh_draws(n: int, replicates: int, seed: int) -> np.ndarray:
 
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 700), st.integers(0, 3)), min_size=1,
-                max_size=6), st.sampled_from([200, 10**9]))
-def test_kept_draws_are_the_fresh_draws_in_any_call_order(calls, budget):
+                max_size=6), st.sampled_from([200, 10**9]), st.sampled_from([64, 2**21]))
+def test_kept_draws_are_the_fresh_draws_in_any_call_order(calls, budget, per_pass):
     """Shorter, longer, repeated and interleaved (n, seed) calls, with a budget that evicts and one that
-    keeps everything: each gives exactly the rows of a fresh seeded draw."""
+    keeps everything, drawn a few rows at a time or 256: each gives exactly the rows of a fresh seeded
+    draw."""
     bootstrap._DRAWN.clear()
     old, bootstrap.CACHE_BYTES = bootstrap.CACHE_BYTES, budget
+    old_pass, bootstrap.PASS_ELEMENTS = bootstrap.PASS_ELEMENTS, per_pass
     try:
         for n, replicates, seed in calls:
             kept = np.concatenate(list(resample_counts(n, replicates, seed)))
             assert np.array_equal(kept, _fresh_draws(n, replicates, seed))
         assert sum(d.rows.nbytes for d in bootstrap._DRAWN.values()) <= budget
     finally:
-        bootstrap.CACHE_BYTES = old
+        bootstrap.CACHE_BYTES, bootstrap.PASS_ELEMENTS = old, old_pass
         bootstrap._DRAWN.clear()
+
+
+def test_wide_units_get_fewer_rows_per_pass():
+    """A pass's arrays stay near `PASS_ELEMENTS` numbers: 100,000 units at 2**21 are 20 rows, not 256."""
+    assert [len(c) for c in resample_counts(100_000, 45, seed=3)] == [20, 20, 5]
+    assert [len(c) for c in resample_counts(10, 300, seed=3, width=2**20)] == [2] * 150
+    bootstrap._DRAWN.clear()
 
 
 def test_draws_are_kept_in_one_byte_per_count():

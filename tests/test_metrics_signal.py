@@ -187,3 +187,20 @@ def test_clustered_bootstrap_resamples_whole_questions():
     assert clustered.auroc_ci != signal(g, seed=2).auroc_ci
     with pytest.raises(ValueError, match="3 cluster ids for 40 sets"):
         signal(g, clusters=[0, 1, 2])
+
+
+def test_the_bootstrap_is_the_same_in_passes_of_any_size(monkeypatch):
+    """Passes shrink with the answers a pass widens to (a 100,000-question run has millions): the
+    replicate values do not depend on how many resamples a pass takes."""
+    from a2c.metrics import bootstrap as resampling
+
+    rng = np.random.default_rng(11)
+    g = Groups.per_answer(rng.random(60), rng.random(60) < 0.4)
+    questions = np.repeat(np.arange(15), 4)
+    whole = bootstrap(g, replicates=300, seed=4, clusters=questions)
+    resampling._DRAWN.clear()
+    monkeypatch.setattr(resampling, "PASS_ELEMENTS", 150)  # 2 resamples of 60 answers a pass
+    passes = bootstrap(g, replicates=300, seed=4, clusters=questions)
+    resampling._DRAWN.clear()
+    assert np.array_equal(whole[0], passes[0], equal_nan=True)
+    assert np.array_equal(whole[1], passes[1], equal_nan=True)

@@ -1,4 +1,4 @@
-"""`a2c probe --questions FILE`: many questions in one batched pass (the same loaders as `dataset: file`),
+"""`a2c probe --questions FILE`: many questions in batched passes (the same loaders as `dataset: file`),
 `--json` for programs, and the usage errors; on the scripted backend, in milliseconds."""
 
 from __future__ import annotations
@@ -64,6 +64,28 @@ def test_the_single_question_json_matches_the_batched_one(tmp_path, capsys):
     single = json.loads((tmp_path / "b.json").read_text())["questions"][0]
     assert batched["id"] == "one-0" and single["id"] == "q0"
     assert {k: v for k, v in batched.items() if k != "id"} == {k: v for k, v in single.items() if k != "id"}
+
+
+def test_a_long_file_goes_in_blocks_with_the_same_output(tmp_path, monkeypatch, capsys):
+    import a2c.cli.probe as probe
+
+    questions = tmp_path / "five.jsonl"
+    questions.write_text("".join(json.dumps({"id": f"q{k}", "question": q}) + "\n" for k, q in enumerate(
+        ["Where is the Eiffel Tower?", "How many legs does a spider have?", "Why is the sky blue?",
+         "What is the capital of Spain?", "Who wrote Hamlet?"])), encoding="utf-8")
+    outputs = {}
+    for block in (256, 2):
+        monkeypatch.setattr(probe, "PROBE_BLOCK", block)
+        assert main(["probe", "--questions", str(questions), "--json", str(tmp_path / f"{block}.json"),
+                     *ARGS]) == 0
+        outputs[block] = capsys.readouterr()
+    # the blocks of 2 say where they are on stderr; stdout and the JSON are the same bytes
+    assert "questions 5-5 of 5: [1/" in outputs[2].err and "questions" not in outputs[256].err
+    assert outputs[2].out.replace(str(tmp_path / "2.json"), "X") == \
+        outputs[256].out.replace(str(tmp_path / "256.json"), "X")
+    assert (tmp_path / "2.json").read_bytes() == (tmp_path / "256.json").read_bytes()
+    assert [q["id"] for q in json.loads((tmp_path / "2.json").read_text())["questions"]] == \
+        [f"q{k}" for k in range(5)]
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -73,6 +73,18 @@ def test_a_200_question_run_gives_the_stored_results(tmp_path):
                if EXPECTED[name] != digest}
     assert not changed, f"result files differ from the stored run's: {sorted(changed)}"
 
+    # resumed with another chunk size, the stages after the answers read a generations file whose rows
+    # of a question lie in chunks of 128 (a chunk's paraphrase answers, then its samples) 7 questions at a
+    # time: the same results
+    for marker in (config.run_dir / "stages").glob("*.json"):
+        if marker.stem not in ("variation", "answers"):
+            marker.unlink()
+    resumed = run_experiment(config.model_copy(update={"chunk_size": 7}), progress=False)
+    assert resumed.stages["answers"].skipped and not resumed.stages["metrics"].skipped
+    changed = {name: digest for name, digest in result_digests(config.run_dir).items()
+               if EXPECTED[name] != digest}
+    assert not changed, f"result files differ after resuming in chunks of 7: {sorted(changed)}"
+
 
 @pytest.mark.slow
 def test_a_1000_question_run_gives_the_stored_results(tmp_path):

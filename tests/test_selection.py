@@ -67,7 +67,7 @@ def _inputs(config: ExperimentConfig, candidates: dict[Source, list[str]], *,
 def _picks(inputs: SelectionInputs, method: str, **options: Any) -> dict[Source, Any]:
     from a2c.qa.config import SelectionConfig
 
-    rows = list(select(inputs, [SelectionConfig(name=method, **options)]))
+    rows = list(select(lambda _method: [inputs], [SelectionConfig(name=method, **options)]))
     assert [(r.id, r.method) for r in rows] == [(QUESTION.id, method)] * len(SOURCES)
     return {r.source: r for r in rows}
 

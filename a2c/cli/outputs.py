@@ -8,8 +8,13 @@ be a folder or not exist yet, and a command writes into it only files that are n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import os
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from a2c.common.errors import A2CError
 
@@ -60,3 +65,29 @@ def check_output_folder(folder: Path, flag: str, names: Iterable[str] = ()) -> N
         if run is not None:
             raise OutputError(f"{flag} {folder}: would write {name} over the run's own {name}, which a2c "
                               f"reads back from {run}", hint=f"give {flag} a folder of its own")
+
+
+@contextmanager
+def json_list_file(path: Path, head: Mapping[str, Any], key: str) -> Iterator[Callable[[Any], None]]:
+    """Write `{**head, key: [items]}` with the bytes `json.dumps(..., indent=1, ensure_ascii=False)` gives,
+    an item at a time as the function yielded is called (a long list is never held whole); the file
+    replaces `path` only when the block ends without an error."""
+    text = json.dumps({**head, key: []}, indent=1, ensure_ascii=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    count = 0
+    try:
+        with temp.open("w", encoding="utf-8") as out:
+            out.write(text[:text.rindex("[]")] + "[")
+
+            def add(item: Any) -> None:
+                nonlocal count
+                out.write(("," if count else "") + "\n"
+                          + textwrap.indent(json.dumps(item, indent=1, ensure_ascii=False), "  "))
+                count += 1
+
+            yield add
+            out.write(("\n ]" if count else "]") + "\n}\n")
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

@@ -2,17 +2,19 @@
 
 Prints the paraphrases, each answer, the judge's agreement matrix, Cons_sem, the clustering entropy and
 the Ask-to-Choose answer. Many questions (a JSONL/CSV/parquet file, read by the `file` dataset loader) go
-through one batched pass: every stage and the judge see all of them at once. `--json PATH` writes the
-same results for programs. For a served model (`--base-url`), the server is checked first so an
-unreachable one fails in seconds with the URL in the message, not after every retry.
+through batched passes of `PROBE_BLOCK` questions: every stage and the judge see a block at once, and a
+block's results are printed and written before the next is asked, so a file of 100,000 questions is
+never held whole. `--json PATH` writes the same results for programs, streamed the same way. For a served
+model (`--base-url`), the server is checked first so an unreachable one fails in seconds with the URL in
+the message, not after every retry.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--base-url; a line per stage on stderr says where it is.")
     parser.add_argument("question", nargs="?", help="the question to ask (or --questions FILE)")
     parser.add_argument("--questions", type=Path, metavar="FILE",
-                        help="many questions in one batched pass: a .jsonl, .csv or .parquet file with a "
+                        help="many questions, batched 256 at a time: a .jsonl, .csv or .parquet file with a "
                         "`question` column (and optionally `id`; rename with --column)")
     parser.add_argument("--column", action="append", default=[], metavar="FIELD=NAME",
                         help="which column of --questions holds a field, e.g. question=prompt, id=qid "
@@ -148,6 +150,7 @@ class ProbeResult:
     decision: dict[str, Any] | None = None
 
 
+PROBE_BLOCK = 256  # questions of --questions answered per batched pass (and held at a time)
 CHOICE_FIELDS = {"source", "slot", "shown_question", "reply", "option", "method", "text"}
 PICK_FIELDS = {"text", "candidate", "dont_know", "calls", "reply", "parse"}
 
@@ -274,7 +277,7 @@ def _print(result: ProbeResult, judge_name: str) -> None:
 
 def _probe(args: argparse.Namespace) -> int:
     from a2c.choose import AskToChoose
-    from a2c.cli.outputs import check_output_file
+    from a2c.cli.outputs import check_output_file, json_list_file
     from a2c.judges import JudgeSpec
     from a2c.llm import build_generator
     from a2c.llm.server import check_servers
@@ -301,21 +304,28 @@ def _probe(args: argparse.Namespace) -> int:
     # a judge the calibration reads is scored with the options the calibration's run gave it
     calibrated = set() if calibration is None else {j["name"] for j in calibration.judges}
     judges = [] if judge.name in calibrated else [judge]
-    # one batched pass over every question, judged by the run's own judges stage
-    choices = wrapper.answer_many([q for _, q in asked], judges=judges, log=_log,
-                                  progress=not args.no_progress)
-    results = probe_results(asked, choices, judge.name, len(wrapper.config.variation.techniques))
-    for number, result in enumerate(results):
-        if number:
-            print("\n" + "=" * 80 + "\n")
-        print(f"question: {result.question}" + (f"  [{result.id}]" if args.questions else "")
-              + f"\nmodel: {generator.backend}/{generator.model}\n")
-        _print(result, args.judge)
+    head = {"model": f"{generator.backend}/{generator.model}", "judge": args.judge, "seed": seed,
+            "temperatures": variation.temperatures}
+    with json_list_file(args.json, head, "questions") if args.json is not None else nullcontext(None) as add:
+        # one batched pass per block of questions, judged by the run's own judges stage; a block's results
+        # are printed (and written) before the next is asked, so a long --questions file is never held
+        for start in range(0, len(asked), PROBE_BLOCK):
+            block = asked[start:start + PROBE_BLOCK]
+            where = f"questions {start + 1}-{start + len(block)} of {len(asked)}: " \
+                if len(asked) > PROBE_BLOCK else ""
+            choices = wrapper.answer_many([q for _, q in block], judges=judges,
+                                          log=lambda line, where=where: _log(where + line),
+                                          progress=not args.no_progress)
+            for number, result in enumerate(probe_results(block, choices, judge.name,
+                                                          len(wrapper.config.variation.techniques)), start):
+                if number:
+                    print("\n" + "=" * 80 + "\n")
+                print(f"question: {result.question}" + (f"  [{result.id}]" if args.questions else "")
+                      + f"\nmodel: {generator.backend}/{generator.model}\n")
+                _print(result, args.judge)
+                if add is not None:
+                    add(asdict(result))
     if args.json is not None:
-        payload = {"model": f"{generator.backend}/{generator.model}", "judge": args.judge, "seed": seed,
-                   "temperatures": variation.temperatures, "questions": [asdict(r) for r in results]}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"\nresults written to {args.json}")
     return 0
 

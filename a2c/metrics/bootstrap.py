@@ -23,7 +23,10 @@ from typing import TypeGuard
 
 import numpy as np
 
-CHUNK = 256  # resamples per numpy pass
+CHUNK = 256  # resamples per numpy pass, at most
+# numbers per array a pass makes (chunk rows × units): a run of 100,000 questions has 200,000 sets and
+# millions of answers, so a fixed 256 rows would make arrays of gigabytes; passes shrink with the width
+PASS_ELEMENTS = 2**21
 
 
 CACHE_BYTES = 256 * 2**20  # draws kept for reuse, over all (n, seed)
@@ -40,27 +43,40 @@ class _Draws:
 _DRAWN: OrderedDict[tuple[int, int], _Draws] = OrderedDict()  # least recently used first
 
 
+def _rows_per_pass(width: int) -> int:
+    return max(1, min(CHUNK, PASS_ELEMENTS // max(width, 1)))
+
+
 def _drawn(n: int, replicates: int, seed: int) -> np.ndarray:
-    """The first `replicates` resamples of n units with this seed, drawn once and kept (`CACHE_BYTES`)."""
+    """The first `replicates` resamples of n units with this seed, drawn once and kept (`CACHE_BYTES`).
+    Drawn into one array a few rows at a time, so drawing holds little more than what is kept."""
     draws = _DRAWN.pop((n, seed), None) or _Draws(np.random.default_rng(seed), np.zeros((0, n), np.uint8))
-    if len(draws.rows) < replicates:
+    drawn = len(draws.rows)
+    if drawn < replicates:
         uniform = np.full(n, 1.0 / n)
-        parts = [draws.rows]
-        for start in range(len(draws.rows), replicates, CHUNK):
-            part = draws.rng.multinomial(n, uniform, size=min(CHUNK, replicates - start))
-            parts.append(part.astype(np.promote_types(parts[-1].dtype, np.min_scalar_type(part.max()))))
-        dtype = np.result_type(*parts)
-        draws.rows = np.concatenate([p.astype(dtype, copy=False) for p in parts])
+        rows = np.empty((replicates, n), draws.rows.dtype)
+        rows[:drawn] = draws.rows
+        step = _rows_per_pass(n)
+        for start in range(drawn, replicates, step):
+            part = draws.rng.multinomial(n, uniform, size=min(step, replicates - start))
+            widest = np.min_scalar_type(part.max())
+            if np.promote_types(rows.dtype, widest) != rows.dtype:  # a count above the type: widen all
+                rows = rows.astype(np.promote_types(rows.dtype, widest))
+            rows[start:start + len(part)] = part
+        draws.rows = rows
     _DRAWN[(n, seed)] = draws
     while sum(d.rows.nbytes for d in _DRAWN.values()) > CACHE_BYTES:
         _DRAWN.popitem(last=False)  # the newest alone may exceed the budget: it goes too, after this call
     return draws.rows[:replicates]
 
 
-def resample_counts(n: int, replicates: int, seed: int, *, chunk: int = CHUNK) -> Iterator[np.ndarray]:
+def resample_counts(n: int, replicates: int, seed: int, *, chunk: int | None = None, width: int | None = None
+                    ) -> Iterator[np.ndarray]:
     """Chunks (≤ chunk rows × n, float) of bootstrap resamples of n units as draw counts; seeded, so the
-    same arguments give the same resamples."""
+    same arguments give the same resamples. Without `chunk`, a chunk has as many rows as keep an array of
+    `width` columns (default n: the widest array the caller makes from a chunk) to `PASS_ELEMENTS`."""
     rows = _drawn(n, replicates, seed)
+    chunk = chunk if chunk is not None else _rows_per_pass(width if width is not None else n)
     for start in range(0, replicates, chunk):
         yield rows[start:start + chunk].astype(np.float64)
 

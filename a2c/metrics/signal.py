@@ -220,7 +220,8 @@ def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0,
     units = len(groups.scores) if ids is None else int(ids.max(initial=-1)) + 1
     aurocs, prrs = [], []
     order = _group_order(group)
-    for drawn in resample_counts(units, replicates, seed):
+    # a chunk of resamples is widened to one column per answer (`drawn[:, ids]`): chunks sized by that width
+    for drawn in resample_counts(units, replicates, seed, width=len(groups.accurate)):
         counts = drawn if ids is None else drawn[:, ids]
         pos = _group_sums(counts * groups.accurate, group, len(scores), order)
         total = _group_sums(counts * groups.answers, group, len(scores), order)

@@ -1,7 +1,7 @@
 """Picking one answer per question and source: Ask-to-Choose and the cheap ways it is compared with.
 
 Every method is one entry of `SELECTION_METHODS` (its label, its `Options` model, what it reads and a
-selector batched over the whole dataset), so adding one is adding an entry:
+selector batched over a chunk of questions), so adding one is adding an entry:
 
 - `a2c`: the majority vote over the source's parsed rank choices (`a2c.qa.rank.majority_vote`, ties as the
   wrapper breaks them); its calls are the rank prompts plus the fresh paraphrases they show.
@@ -18,7 +18,7 @@ A judge whose high score means disagreement (`contra`) is read as agreement 1 �
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +91,7 @@ class Pick:
 
 @dataclass(frozen=True)
 class SelectionInputs:
-    """What the selectors read, for the whole dataset: the candidates of every question and source (the
+    """What the selectors read, for a chunk of questions: the candidates of every question and source (the
     configured answer field of `generations.jsonl`), the rank choices, and — read or built on first use —
     the judges' matrices before A2C, the judges and the main model."""
 
@@ -153,15 +153,19 @@ def method_settings(spec: SelectionConfig, config: ExperimentConfig) -> dict[str
     return {"options": options.model_dump(mode="json"), **method.settings(options, config)}
 
 
-def select(inputs: SelectionInputs, methods: Sequence[SelectionConfig]) -> Iterator[SelectionRow]:
-    """Every method's pick for every question and source, method-major, in question and source order (a
-    method's rows are made as they are written, one method's picks held at a time)."""
+def select(chunks: Callable[[str], Iterable[SelectionInputs]], methods: Sequence[SelectionConfig]
+           ) -> Iterator[SelectionRow]:
+    """Every method's pick for every question and source, method-major, in question and source order.
+    `chunks(method)` gives the inputs a chunk of questions at a time (a run reads them from its files as it
+    goes), so one chunk's candidates and picks are held at a time."""
     for spec in methods:
         method = SELECTION_METHODS.get(spec.name)
         if method.select is None:
             continue
-        picks = method.select(inputs, selection_options(spec.name, spec.options))
-        yield from (picks[(q.id, s)].row(q.id, s, spec.name) for q in inputs.questions for s in SOURCES)
+        options = selection_options(spec.name, spec.options)
+        for inputs in chunks(spec.name):
+            picks = method.select(inputs, options)
+            yield from (picks[(q.id, s)].row(q.id, s, spec.name) for q in inputs.questions for s in SOURCES)
 
 
 def _candidate_of(text: str, candidates: Sequence[str]) -> int | None:

@@ -9,8 +9,8 @@ decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
 from itertools import islice
@@ -52,6 +52,7 @@ from a2c.qa.rows import (
     ParaphraseRow,
     Phase,
     Question,
+    SelectionRow,
     SelectionScoreRow,
     Source,
     UncertaintyRow,
@@ -61,6 +62,7 @@ from a2c.qa.selection import RANDOM, SelectionInputs, method_judges, method_sett
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
+from a2c.run.itemrows import ItemRows
 from a2c.run.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.run.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
 from a2c.run.store import Store, append_rows
@@ -216,7 +218,8 @@ def run_answers(ctx: QAContext, stats: StageStats) -> None:
 
 def _answer_rows(ctx: QAContext) -> Iterator[GenerationRow]:
     var, seed = ctx.config.variation, ctx.config.seed
-    for chunk in ctx.chunks("answers", ctx.store.read_rows(PARAPHRASES)):
+    paraphrased = ctx.store.iter_rows(PARAPHRASES)  # one row per question, in order: read as chunks go
+    for chunk in ctx.chunks("answers", paraphrased, total=len(ctx.questions)):
         tasks: list[AnswerTask] = []
         slots: list[tuple[str, Source, int, str | None]] = []  # id, source, slot, technique per task
         for q in chunk:
@@ -239,37 +242,49 @@ def _answer_rows(ctx: QAContext) -> Iterator[GenerationRow]:
                     for (qid, source, slot, technique), task, a in zip(slots, tasks, answers, strict=True))
 
 
-def _empty_sets(ctx: QAContext) -> Sets:
-    return {q.id: {s: [] for s in SOURCES} for q in ctx.questions}
+def _empty_sets(chunk: list[Question]) -> Sets:
+    return {q.id: {s: [] for s in SOURCES} for q in chunk}
 
 
-def _before_sets(ctx: QAContext, generations: Iterable[GenerationRow]) -> Sets:
-    """Y_c and Y_t per question, as texts of the configured answer field."""
-    sets = _empty_sets(ctx)
-    for row in generations:
+def _ids(questions: Iterable[Question]) -> list[str]:
+    return [q.id for q in questions]
+
+
+def _before_sets(ctx: QAContext, chunk: list[Question], generations: ItemRows[GenerationRow]) -> Sets:
+    """Y_c and Y_t of a chunk of questions, as texts of the configured answer field."""
+    sets = _empty_sets(chunk)
+    for row in generations.rows(_ids(chunk)):
         sets[row.id][row.source].append(row.answer(ctx.config.variation.answer_field))
     return sets
 
 
-def _after_sets(ctx: QAContext) -> Sets:
-    """Ŷ_c and Ŷ_t: the parsed choices only (unparsed replies are counted, not guessed)."""
-    sets = _empty_sets(ctx)
-    for row in ctx.store.iter_rows(CHOICES):
+def _after_sets(chunk: list[Question], choices: ItemRows[ChoiceRow]) -> Sets:
+    """Ŷ_c and Ŷ_t of a chunk of questions: the parsed choices only (unparsed replies are counted, not
+    guessed)."""
+    sets = _empty_sets(chunk)
+    for row in choices.rows(_ids(chunk)):
         if row.text is not None:
             sets[row.id][row.source].append(row.text)
     return sets
 
 
-def _phase_sets(ctx: QAContext, phase: Phase) -> Sets:
-    return _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)) if phase == "before" else _after_sets(ctx)
+@contextmanager
+def _phase_sets(ctx: QAContext, phase: Phase) -> Iterator[Callable[[list[Question]], Sets]]:
+    """The sets of a phase, a chunk of questions at a time: the run's answers are never all held."""
+    file = GENERATIONS if phase == "before" else CHOICES
+    with ctx.store.item_rows(file, _ids(ctx.questions)) as rows:
+        if phase == "before":
+            yield lambda chunk: _before_sets(ctx, chunk, rows)
+        else:
+            yield lambda chunk: _after_sets(chunk, rows)
 
 
 def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:
-    """Every judge over every set of the dataset in one batched pass per judge."""
-    sets = _phase_sets(ctx, phase)
+    """Every judge over every set of the dataset in one batched pass per judge and chunk."""
     judges = ctx.judges()
-    with ctx.store.matrix_writer(MATRICES[phase]) as write:
+    with ctx.store.matrix_writer(MATRICES[phase]) as write, _phase_sets(ctx, phase) as sets_of:
         for chunk in ctx.chunks(f"judges ({phase})", ctx.questions):
+            sets = sets_of(chunk)
             keys = [(q, s) for q in chunk for s in SOURCES]
             matrices: dict[MatrixKey, np.ndarray] = {}
             for name, judge in judges.items():
@@ -296,53 +311,88 @@ def run_a2c(ctx: QAContext, stats: StageStats) -> None:
 
 
 def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
-    sets = _empty_sets(ctx)
-    temperatures: dict[str, list[float]] = {q.id: [] for q in ctx.questions}
-    for row in ctx.store.iter_rows(GENERATIONS):
-        sets[row.id][row.source].append(row.answer(ctx.config.variation.answer_field))
-        if row.source == "temperature":
-            temperatures[row.id].append(row.temperature)
     cfg = ctx.config
-    for chunk in ctx.chunks("ask-to-choose", ctx.questions):
-        choices = ask_to_choose(
-            ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
-            [sets[q.id]["temperature"] for q in chunk], [temperatures[q.id] for q in chunk],
-            techniques=cfg.variation.resolved_techniques(), top_p=cfg.variation.top_p,
-            seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.ask_to_choose.rank_temperature,
-            max_tokens=cfg.ask_to_choose.max_tokens,
-            paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
-            idk_text=cfg.ask_to_choose.idk_text)
-        yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True) for c in per_question)
+    with ctx.store.item_rows(GENERATIONS, _ids(ctx.questions)) as generations:
+        for chunk in ctx.chunks("ask-to-choose", ctx.questions):
+            sets = _empty_sets(chunk)
+            temperatures: dict[str, list[float]] = {q.id: [] for q in chunk}
+            for row in generations.rows(_ids(chunk)):
+                sets[row.id][row.source].append(row.answer(cfg.variation.answer_field))
+                if row.source == "temperature":
+                    temperatures[row.id].append(row.temperature)
+            choices = ask_to_choose(
+                ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
+                [sets[q.id]["temperature"] for q in chunk], [temperatures[q.id] for q in chunk],
+                techniques=cfg.variation.resolved_techniques(), top_p=cfg.variation.top_p,
+                seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.ask_to_choose.rank_temperature,
+                max_tokens=cfg.ask_to_choose.max_tokens,
+                paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
+                idk_text=cfg.ask_to_choose.idk_text)
+            yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True)
+                        for c in per_question)
 
 
 def run_selection(ctx: QAContext, stats: StageStats) -> None:
-    """Every configured method's pick per question and source, batched over the dataset (USC: one
-    generate call); the matrices and judges only where a method reads them."""
-    choices: dict[tuple[str, Source], list[ChoiceRow]] = {}
-    if ctx.config.ask_to_choose.enabled:
-        for row in ctx.store.read_rows(CHOICES):
-            choices.setdefault((row.id, row.source), []).append(row)
+    """Every configured method's pick per question and source, method by method, a chunk of questions at a
+    time (USC: one generate call per chunk); the matrices and judges only where a method reads them."""
+    ctx.store.write_rows(SELECTIONS, _selection_rows(ctx))
+
+
+def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
     with ExitStack() as stack:  # the npz is opened only if a method reads matrices, and read as they do
         matrices = cache(lambda: stack.enter_context(ctx.store.matrix_reader(MATRICES["before"])))
-        inputs = SelectionInputs(ctx.config, ctx.questions,
-                                 _before_sets(ctx, ctx.store.iter_rows(GENERATIONS)), choices, matrices,
-                                 lambda name: ctx.judges()[name], lambda: ctx.generator)
-        ctx.store.write_rows(SELECTIONS, select(inputs, ctx.config.selection_methods))
+        generations = stack.enter_context(ctx.store.item_rows(GENERATIONS, _ids(ctx.questions)))
+        choice_rows = stack.enter_context(ctx.store.item_rows(CHOICES, _ids(ctx.questions))) \
+            if ctx.config.ask_to_choose.enabled else None
+
+        def inputs(method: str) -> Iterator[SelectionInputs]:
+            for chunk in ctx.chunks(f"selection ({method})", ctx.questions):
+                choices: dict[tuple[str, Source], list[ChoiceRow]] = {}
+                for row in choice_rows.rows(_ids(chunk)) if choice_rows is not None else ():
+                    choices.setdefault((row.id, row.source), []).append(row)
+                yield SelectionInputs(ctx.config, chunk, _before_sets(ctx, chunk, generations), choices,
+                                      matrices, lambda name: ctx.judges()[name], lambda: ctx.generator)
+
+        yield from select(inputs, ctx.config.selection_methods)
 
 
-ExpectedAccuracy = dict[tuple[str, Source], dict[str, Accuracy | None]]  # (id, source) → similarity → mean
+_ACCURACY_FIELDS = tuple(Accuracy.model_fields)
+
+
+class RandomPicks:
+    """What the `random` rows need, kept for the whole run while the metrics stage goes chunk by chunk:
+    per question and source, whether the set has a candidate and, per similarity, the expected accuracy of
+    a uniformly drawn one (NaN: none). Arrays of floats rather than an object per set, so 100,000 questions
+    cost a few MB; the values are the computed floats themselves, so the rows are the same."""
+
+    def __init__(self, questions: list[Question], sims: list[str]) -> None:
+        self._index = {q.id: k for k, q in enumerate(questions)}
+        self._sims = sims
+        self._picked = np.zeros((len(questions), len(SOURCES)), dtype=bool)
+        self._values = np.full((len(questions), len(SOURCES), len(sims), len(_ACCURACY_FIELDS)), np.nan)
+
+    def put(self, question: str, source: Source, picked: bool,
+            per_sim: dict[str, list[TruthfulQAScores]]) -> None:
+        """A set's entry: `per_sim` holds each similarity's scores of its answers (empty: no references)."""
+        at = (self._index[question], SOURCES.index(source))
+        self._picked[at] = picked
+        for k, sim in enumerate(self._sims):
+            if per_sim.get(sim):
+                self._values[at][k] = [expected_random_accuracy([getattr(a, name) for a in per_sim[sim]])
+                                       for name in _ACCURACY_FIELDS]
+
+    def row(self, question: str, source: Source, referenced: bool) -> SelectionScoreRow:
+        """The `random` row of a set (a question without references has no accuracy)."""
+        at = (self._index[question], SOURCES.index(source))
+        accuracy = {sim: None if np.isnan(v[0]) else
+                    Accuracy.model_validate(dict(zip(_ACCURACY_FIELDS, v.tolist(), strict=True)))
+                    for sim, v in zip(self._sims, self._values[at], strict=True)} if referenced else {}
+        return SelectionScoreRow(id=question, source=source, method=RANDOM, picked=bool(self._picked[at]),
+                                 unparsed=False, dont_know=None, calls=0, accuracy=accuracy)
 
 
 def _accuracy(score: TruthfulQAScores | None) -> Accuracy | None:
     return None if score is None else Accuracy(max_true=score.max_true, diff=score.diff, acc=score.acc)
-
-
-def _expected(scores: list[TruthfulQAScores]) -> Accuracy | None:
-    """A uniformly drawn candidate's scores: exact means (`expected_random_accuracy`); None for none."""
-    if not scores:
-        return None
-    return Accuracy.model_validate({name: expected_random_accuracy([getattr(s, name) for s in scores])
-                                    for name in Accuracy.model_fields})
 
 
 def _mean_accuracy(per_answer: list[TruthfulQAScores]) -> Accuracy | None:
@@ -363,9 +413,9 @@ def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[st
 
 
 def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets, matrices: MatrixSet,
-                 expected: ExpectedAccuracy) -> tuple[list[MetricRow], list[UncertaintyRow]]:
-    """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also each set's
-    expected accuracy of a random pick (into `expected`)."""
+                 random_picks: RandomPicks) -> tuple[list[MetricRow], list[UncertaintyRow]]:
+    """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also what a random
+    pick from each set would be (into `random_picks`)."""
     judges = ctx.judges()
     extra = computed_columns(list(judges))
     sims = [spec.name for spec in ctx.config.accuracy.similarities]
@@ -397,15 +447,14 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
                                                       judges)
             uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=phase, accurate=accurate,
                                               sets=per_set, answers=per_answer_values))
-            if phase == "before" and referenced:
-                expected[(q.id, s)] = {sim: _expected(values) for sim, values in per_sim.items()}
+            if phase == "before":
+                random_picks.put(q.id, s, bool(texts), per_sim)
     return rows, uncertainty
 
 
-def _selection_scores(ctx: QAContext, before: Sets, expected: ExpectedAccuracy
-                      ) -> Iterator[SelectionScoreRow]:
+def _selection_scores(ctx: QAContext, random_picks: RandomPicks) -> Iterator[SelectionScoreRow]:
     """Each pick's accuracy per similarity, `chunk_size` questions' worth of picks at a time, then `random`:
-    the exact expectation over the scores of the source's candidates (`expected`)."""
+    the exact expectation over the scores of the source's candidates."""
     sims = [spec.name for spec in ctx.config.accuracy.similarities]
     batch = ctx.config.chunk_size * len(SOURCES) * len(ctx.config.selection_methods)
     picks = ctx.store.iter_rows(SELECTIONS)
@@ -419,34 +468,27 @@ def _selection_scores(ctx: QAContext, before: Sets, expected: ExpectedAccuracy
                                       accuracy={sim: _accuracy(pick_scores[sim].get(k)) for sim in sims}
                                       if ctx.records[pick.id].has_references else {})
                     for k, pick in enumerate(part))
-    for q in ctx.questions:
-        referenced = ctx.records[q.id].has_references
-        for s in SOURCES:
-            yield SelectionScoreRow(id=q.id, source=s, method=RANDOM, picked=bool(before[q.id][s]),
-                                    unparsed=False, dont_know=None, calls=0,
-                                    accuracy=expected[(q.id, s)] if referenced else {})
+    yield from (random_picks.row(q.id, s, ctx.records[q.id].has_references)
+                for q in ctx.questions for s in SOURCES)
 
 
 def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     """Per-question metrics for every (source, phase), the uncertainty measures of every set, the accuracy
     of every selection method's picks, then dataset means (undefined values skipped). Chunk by chunk of
-    questions, each written as it is done, with only that chunk's matrices read: what is held for the whole
-    run is the answer texts and one expected accuracy per set."""
+    questions, each written as it is done, with only that chunk's answers and matrices read: what is held
+    for the whole run is a few numbers per set for the `random` rows."""
     phases = [p for p in PHASES if p == "before" or ctx.config.ask_to_choose.enabled]
-    expected: ExpectedAccuracy = {}
-    before = _phase_sets(ctx, "before")
+    random_picks = RandomPicks(ctx.questions, [spec.name for spec in ctx.config.accuracy.similarities])
     with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
         for p in phases:
-            sets = before if p == "before" else _phase_sets(ctx, p)
-            with ctx.store.matrix_reader(MATRICES[p]) as reader:
+            with ctx.store.matrix_reader(MATRICES[p]) as reader, _phase_sets(ctx, p) as sets_of:
                 for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
                     matrices = reader.read({q.id for q in chunk})
-                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets, matrices, expected)
+                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets_of(chunk), matrices, random_picks)
                     append_rows(METRICS, metrics_out, rows)
                     append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
-            del sets
-    ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, before, expected))
-    del before, expected
+    ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, random_picks))
+    del random_picks
     summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))
     ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 

@@ -60,13 +60,16 @@ class RowsFile(RunFile, Generic[R]):
         """The rows of the file's lines, one at a time (blank lines skipped); a bad line is a
         `RunFileError` naming `where` and its line number."""
         for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield self.row.model_validate_json(line)
-            except ValidationError as exc:
-                problems = "; ".join(_problem(e) for e in exc.errors(include_url=False))
-                raise RunFileError(f"{where}:{number}: not a {self.row.__name__}: {problems}") from None
+            if line.strip():
+                yield self.parse_line(line, where, number)
+
+    def parse_line(self, line: str, where: str, number: int) -> R:
+        """One line's row; a bad line is a `RunFileError` naming `where` and `number`."""
+        try:
+            return self.row.model_validate_json(line)
+        except ValidationError as exc:
+            problems = "; ".join(_problem(e) for e in exc.errors(include_url=False))
+            raise RunFileError(f"{where}:{number}: not a {self.row.__name__}: {problems}") from None
 
 
 def _problem(error: Mapping[str, Any]) -> str:

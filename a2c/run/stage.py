@@ -14,8 +14,9 @@ import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import asdict, dataclass, field, fields, replace
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from a2c.llm import GenerationStats, Generator, build_generator
@@ -98,14 +99,16 @@ class RunContext(ABC, Generic[C]):
                 done = getattr(generator.stats, name) - getattr(start, name)
                 setattr(stats, name, getattr(stats, name) + done)
 
-    def chunks(self, desc: str, items: Sequence[T]) -> Iterator[list[T]]:
+    def chunks(self, desc: str, items: Iterable[T], total: int | None = None) -> Iterator[list[T]]:
         """`chunk_size` items at a time with a progress bar (counts and ETA) over all of them, its clock
-        redrawn every second on a terminal while a chunk runs."""
+        redrawn every second on a terminal while a chunk runs. Items may stream (a file's rows): `total`
+        then says how many to expect."""
         size = self.config.chunk_size
-        shown = bar(total=len(items), desc=desc, unit="q", disable=not self.progress, leave=True)
+        count = total if total is not None else len(items) if isinstance(items, Sized) else None
+        shown = bar(total=count, desc=desc, unit="q", disable=not self.progress, leave=True)
+        stream = iter(items)
         with ticking(shown):
-            for start in range(0, len(items), size):
-                chunk = list(items[start:start + size])
+            while chunk := list(islice(stream, size)):
                 yield chunk
                 shown.update(len(chunk))
 

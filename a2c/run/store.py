@@ -15,7 +15,7 @@ import os
 import re
 import zipfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from a2c.run.itemrows import ItemRows
 from a2c.run.runfiles import MatricesFile, MatrixKey, MatrixSet, R, RowsFile, RunFileError
 from a2c.system.faults import environment_fault
 
@@ -100,6 +101,16 @@ class Store(ABC):
         """Replace the file with what `write` writes to the handle it is given."""
         with self.streams(name) as (handle,):
             write(handle)
+
+    def open_bytes(self, name: str) -> BinaryIO:
+        """The file opened for reading (a folder's from disk, so it is read only where it is asked)."""
+        return io.BytesIO(self.read_bytes(name))
+
+    @contextmanager
+    def item_rows(self, file: RowsFile[R], items: Sequence[str]) -> Iterator[ItemRows[R]]:
+        """The file's rows by item id, read a chunk of items at a time (`a2c.run.itemrows`)."""
+        with self.open_bytes(file.name) as handle:
+            yield ItemRows(file, handle, self.where(file.name), items)
 
     def read_rows(self, file: RowsFile[R]) -> list[R]:
         return list(self.iter_rows(file))
@@ -256,6 +267,12 @@ class RunFolder(Store):
 
     def iter_rows(self, file: RowsFile[R]) -> Iterator[R]:
         return file.parse(self._lines(file.name), self.where(file.name))
+
+    def open_bytes(self, name: str) -> BinaryIO:
+        try:
+            return self.file(name).open("rb")
+        except FileNotFoundError:
+            raise RunFileError(f"{self.file(name)}: missing") from None
 
     def _lines(self, name: str) -> Iterator[str]:
         """The file's lines as text, read as they are parsed; bytes that are not UTF-8 are a

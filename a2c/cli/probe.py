@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -314,7 +315,7 @@ def _probe(args: argparse.Namespace) -> int:
             where = f"questions {start + 1}-{start + len(block)} of {len(asked)}: " \
                 if len(asked) > PROBE_BLOCK else ""
             choices = wrapper.answer_many([q for _, q in block], judges=judges,
-                                          log=lambda line, where=where: _log(where + line),
+                                          log=partial(_prefixed_log, where),
                                           progress=not args.no_progress)
             for number, result in enumerate(probe_results(block, choices, judge.name,
                                                           len(wrapper.config.variation.techniques)), start):
@@ -345,6 +346,10 @@ def _decoding(args: argparse.Namespace) -> tuple[VariationConfig, A2CConfig, int
     if args.temperatures:
         variation = variation.model_copy(update={"temperatures": list(args.temperatures)})
     return variation, a2c, seed if args.seed is None else args.seed
+
+
+def _prefixed_log(prefix: str, line: str) -> None:
+    _log(prefix + line)
 
 
 def _log(line: str) -> None:

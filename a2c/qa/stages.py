@@ -271,12 +271,12 @@ def _after_sets(chunk: list[Question], choices: ItemRows[ChoiceRow]) -> Sets:
 @contextmanager
 def _phase_sets(ctx: QAContext, phase: Phase) -> Iterator[Callable[[list[Question]], Sets]]:
     """The sets of a phase, a chunk of questions at a time: the run's answers are never all held."""
-    file = GENERATIONS if phase == "before" else CHOICES
-    with ctx.store.item_rows(file, _ids(ctx.questions)) as rows:
-        if phase == "before":
-            yield lambda chunk: _before_sets(ctx, chunk, rows)
-        else:
-            yield lambda chunk: _after_sets(chunk, rows)
+    if phase == "before":
+        with ctx.store.item_rows(GENERATIONS, _ids(ctx.questions)) as generations:
+            yield lambda chunk: _before_sets(ctx, chunk, generations)
+    else:
+        with ctx.store.item_rows(CHOICES, _ids(ctx.questions)) as choices:
+            yield lambda chunk: _after_sets(chunk, choices)
 
 
 def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,8 +81,9 @@ def json_list_file(path: Path, head: Mapping[str, Any], key: str) -> Iterator[Ca
 
             def add(item: Any) -> None:
                 nonlocal count
-                out.write(("," if count else "") + "\n"
-                          + textwrap.indent(json.dumps(item, indent=1, ensure_ascii=False), "  "))
+                # the dump's own line breaks only: a string's U+0085 or U+2028 is not one to indent
+                dumped = json.dumps(item, indent=1, ensure_ascii=False)
+                out.write(("," if count else "") + "\n  " + dumped.replace("\n", "\n  "))
                 count += 1
 
             yield add

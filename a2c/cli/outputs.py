@@ -9,7 +9,6 @@ be a folder or not exist yet, and a command writes into it only files that are n
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,24 +69,20 @@ def check_output_folder(folder: Path, flag: str, names: Iterable[str] = ()) -> N
 def json_list_file(path: Path, head: Mapping[str, Any], key: str) -> Iterator[Callable[[Any], None]]:
     """Write `{**head, key: [items]}` with the bytes `json.dumps(..., indent=1, ensure_ascii=False)` gives,
     an item at a time as the function yielded is called (a long list is never held whole); the file
-    replaces `path` only when the block ends without an error."""
+    replaces `path` only when the block ends without an error (a run folder's own atomic stream)."""
+    from a2c.run.store import RunFolder
+
     text = json.dumps({**head, key: []}, indent=1, ensure_ascii=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     count = 0
-    try:
-        with temp.open("w", encoding="utf-8") as out:
-            out.write(text[:text.rindex("[]")] + "[")
+    with RunFolder(path.parent).streams(path.name) as (out,):
+        out.write((text[:text.rindex("[]")] + "[").encode("utf-8"))
 
-            def add(item: Any) -> None:
-                nonlocal count
-                # the dump's own line breaks only: a string's U+0085 or U+2028 is not one to indent
-                dumped = json.dumps(item, indent=1, ensure_ascii=False)
-                out.write(("," if count else "") + "\n  " + dumped.replace("\n", "\n  "))
-                count += 1
+        def add(item: Any) -> None:
+            nonlocal count
+            # the dump's own line breaks only: a string's U+0085 or U+2028 is not one to indent
+            dumped = json.dumps(item, indent=1, ensure_ascii=False)
+            out.write((("," if count else "") + "\n  " + dumped.replace("\n", "\n  ")).encode("utf-8"))
+            count += 1
 
-            yield add
-            out.write(("\n ]" if count else "]") + "\n}\n")
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+        yield add
+        out.write((("\n ]" if count else "]") + "\n}\n").encode("utf-8"))

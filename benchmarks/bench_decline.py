@@ -24,14 +24,15 @@ from a2c.metrics.calibration_maps import fit_map
 from a2c.metrics.selective import aurc, coverage_at_risk, expected_calibration_error
 from a2c.qa.calibration import (
     CalibrationError,
+    RunColumns,
     Units,
     choose_signal,
     default_similarity,
     fold_of,
     risk_controlled_map,
-    run_units,
     signal_aurcs,
     split_halves,
+    units_of,
 )
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rows import SOURCES
@@ -108,9 +109,10 @@ def main() -> int:
     cons = f"{judge_label('embedding' if 'embedding' in judges else judges[0])} Cons_sem"
     rows: list[tuple[str, str, dict[str, Any]]] = []
     skipped: list[str] = []
+    run = RunColumns.read(RunFolder(args.run_dir))  # read once for both sources
     for source in SOURCES:
-        units = run_units(RunFolder(args.run_dir), source, default_similarity(sims), judges=judges,
-                          entropy_judge=config.entropy_judge_name, similarities=sims)
+        units = units_of(run, source, default_similarity(sims), judges=judges,
+                         entropy_judge=config.entropy_judge_name)
         half = fold_of(units.ids, 2, args.seed) == 1
         for name, fit, held in (("A→B", units.subset(~half), units.subset(half)),
                                 ("B→A", units.subset(half), units.subset(~half))):

@@ -10,6 +10,8 @@ import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from a2c.common.errors import A2CError
 from a2c.common.untrusted import spreadsheet_cell
 
@@ -65,3 +67,24 @@ def pyplot() -> Any:
     return plt
 
 
+
+
+# a curve is drawn through at most this many of its points, a scatter from at most this many per group:
+# a 100,000-question run has millions of answers, and a figure 800 pixels wide shows no more
+CURVE_POINTS = 2001
+SCATTER_POINTS = 5000
+
+
+def thinned(x: np.ndarray, y: np.ndarray, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """A curve's points at evenly spaced positions along it, both ends kept (all of them when few)."""
+    if len(x) <= points:
+        return x, y
+    keep = np.unique(np.linspace(0, len(x) - 1, points).round().astype(np.int64))
+    return x[keep], y[keep]
+
+
+def sampled(rows: np.ndarray, points: int = SCATTER_POINTS, *, seed: int = 0) -> np.ndarray:
+    """At most `points` of the rows, drawn without replacement by a seeded generator, in their order."""
+    if len(rows) <= points:
+        return rows
+    return np.sort(np.random.default_rng(seed).choice(rows, size=points, replace=False))

@@ -44,7 +44,7 @@ from a2c.metrics.selective import (
     paired_difference,
 )
 from a2c.metrics.set_metrics import SET_METRICS
-from a2c.qa.columns import MetricColumns, UncertaintyColumns
+from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.metric_columns import computed_columns
 from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
@@ -119,31 +119,74 @@ def run_units(store: Store, source: Source, similarity: str, *, judges: Sequence
     if similarity not in similarities:
         raise CalibrationError(f"similarity {similarity!r} did not score this run (it scored "
                                f"{', '.join(similarities)})")
-    for file in (METRICS, SELECTION_SCORES):
-        if not store.exists(file.name):
-            raise CalibrationError(f"{store.where(file.name)} is missing: calibration needs a finished run "
-                                   "with the `a2c` selection (its default)", hint="run `a2c run CONFIG` to "
-                                   "the end, with `selection: [a2c]`")
-    rows = {r.id: r for r in store.read_rows(METRICS) if r.source == source and r.phase == "before"}
-    uncertainty = {r.id: r for r in (store.read_rows(UNCERTAINTY) if store.exists(UNCERTAINTY.name) else [])
-                   if r.source == source and r.phase == "before"}
-    picks = {r.id: r for r in store.read_rows(SELECTION_SCORES) if r.source == source and r.method == "a2c"}
-    if not picks:
-        raise CalibrationError(f"{store.where(SELECTION_SCORES.name)} holds no A2C answers for source "
+    return units_of(RunColumns.read(store), source, similarity, judges=judges, entropy_judge=entropy_judge)
+
+
+@dataclass(frozen=True)
+class RunColumns:
+    """What calibration reads of a finished run, as columns (`a2c.qa.columns`): read once for every
+    source, and a few hundred bytes per question however many questions the run has."""
+
+    store: Store  # where they were read (for messages)
+    metrics: MetricColumns
+    uncertainty: UncertaintyColumns | None
+    picks: SelectionColumns
+
+    @classmethod
+    def read(cls, store: Store, metrics: MetricColumns | None = None,
+             uncertainty: UncertaintyColumns | None = None) -> RunColumns:
+        """The run's columns; `metrics` and `uncertainty` when the caller has read them already."""
+        for file in (METRICS, SELECTION_SCORES):
+            if not store.exists(file.name):
+                raise CalibrationError(f"{store.where(file.name)} is missing: calibration needs a finished "
+                                       "run with the `a2c` selection (its default)",
+                                       hint="run `a2c run CONFIG` to the end, with `selection: [a2c]`")
+        if uncertainty is None and store.exists(UNCERTAINTY.name):
+            uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY))
+        return cls(store, metrics or MetricColumns.read(store.iter_rows(METRICS)), uncertainty,
+                   SelectionColumns.read(store.iter_rows(SELECTION_SCORES)))
+
+
+def _rows_by_id(columns: Columns, rows: np.ndarray) -> dict[str, int]:
+    """Question id → its row among `rows` (the last, should a question repeat)."""
+    return {columns.ids[q]: r for q, r in zip(columns.question[rows].tolist(), rows.tolist(), strict=True)}
+
+
+def units_of(run: RunColumns, source: Source, similarity: str, *, judges: Sequence[str],
+             entropy_judge: str) -> Units:
+    """One source's labelled units of a run: the questions whose A2C answer has an accuracy under
+    `similarity`, in the order of the selection scores, with every set-level signal of their answers
+    before A2C, exactly as the signal table computes them."""
+    metrics, uncertainty, picks = run.metrics, run.uncertainty, run.picks
+    before = _rows_by_id(metrics, metrics.where(source, "before"))
+    a2c_rows = picks.where(source)
+    a2c_rows = a2c_rows[picks.method[a2c_rows] == (picks.methods.index("a2c") if "a2c" in picks.methods
+                                                   else -1)]
+    if not len(a2c_rows):
+        raise CalibrationError(f"{run.store.where(SELECTION_SCORES.name)} holds no A2C answers for source "
                                f"{source!r}: the run needs `selection: [a2c]` (the default) and a2c enabled")
-    labelled = [(qid, a.acc) for qid, pick in picks.items() if pick.picked and qid in rows
-                and (a := pick.accuracy.get(similarity)) is not None]
+    accuracy = picks.accuracy(similarity)
+    labelled = [(qid, accuracy[r]) for qid, r in _rows_by_id(picks, a2c_rows).items()
+                if picks.picked[r] and qid in before and not math.isnan(accuracy[r])]
     if not labelled:
-        raise CalibrationError(f"no question of {store.where('')} has an accurate-or-not A2C answer for "
+        raise CalibrationError(f"no question of {run.store.where('')} has an accurate-or-not A2C answer for "
                                f"source {source!r} (no reference answers, or no rank reply named an option)")
     ids = [qid for qid, _ in labelled]
-    kept = [uncertainty[i] for i in ids if i in uncertainty]
-    columns = set_signals([rows[i] for i in ids], kept if len(kept) == len(ids) else [], judges,
-                          entropy_judge)
-    signals = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
-    reads = signal_reads(judges, entropy_judge, UncertaintyColumns.read(kept).measures())
+    rows = np.array([before[qid] for qid in ids], dtype=np.int64)
+    extra = [c for c in computed_columns(judges) if metrics.has_extra(c.key)]
+    # every signal is an elementwise orientation of a column, so it is taken whole, then at the units' rows
+    signals = {name: values[rows] for name, values in signal_scores(metrics, judges, entropy_judge,
+                                                                     extra).items()}
+    measures: list[tuple[str, str]] = []
+    if uncertainty is not None:
+        sets = _rows_by_id(uncertainty, uncertainty.where(source, "before"))
+        if all(qid in sets for qid in ids):  # the measures of some units only would rank them apart
+            held = np.array([sets[qid] for qid in ids], dtype=np.int64)
+            signals.update({name: values[held] for name, values in uncertainty_scores(uncertainty).items()})
+        measures = uncertainty.measures()
+    reads = signal_reads(judges, entropy_judge, measures)
     return Units(ids, np.array([acc == 1.0 for _, acc in labelled], dtype=np.int64), signals,
-                 {name: reads[name] for name in signals}, dropped=len(rows) - len(ids))
+                 {name: reads[name] for name in signals}, dropped=len(before) - len(ids))
 
 
 # -- fitting -----------------------------------------------------------------------------------------------

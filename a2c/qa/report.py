@@ -8,6 +8,8 @@ float arrays, not from its rows' objects.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,15 +17,15 @@ import numpy as np
 
 from a2c.common.files import read_text
 from a2c.data.tables import csv_rows
-from a2c.display.reporting import ReportError, Table, fmt, png_bytes, pyplot
+from a2c.display.reporting import SCATTER_POINTS, ReportError, Table, fmt, png_bytes, pyplot, sampled, thinned
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
-from a2c.qa.columns import MetricColumns, UncertaintyColumns, optional
+from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.conclusions import conclusions
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
-from a2c.qa.rows import METRICS, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY
+from a2c.qa.rows import METRICS, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY, Source
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import (
     BeforeAfter,
@@ -212,58 +214,71 @@ def read_human_labels(path: Path) -> dict[tuple[str, str, str], list[str]]:
     return labels
 
 
-def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, list[float | None]]:
-    """One value per (question, method, phase) set for every metric the run computed."""
+def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, np.ndarray]:
+    """One value per (question, method, phase) set for every metric the run computed (NaN: undefined)."""
     entropy, cons_lex = SET_METRICS.get("entropy"), SET_METRICS.get("cons_lex")
-    columns: dict[str, list[float | None]] = {
-        cons_lex.signed_label: optional(cons_lex.as_confidences(metrics.cons_lex))}
+    columns: dict[str, np.ndarray] = {cons_lex.signed_label: cons_lex.as_confidences(metrics.cons_lex)}
     for j in summary.judges:
-        columns[judge_label(j)] = optional(metrics.judge("cons_sem", j))
+        columns[judge_label(j)] = metrics.judge("cons_sem", j)
     # oriented, so that for every column higher means more consistent
     entropy_values = metrics.judge("entropy", summary.entropy_judge)
-    columns[entropy.signed_label] = optional(entropy.as_confidences(entropy_values))
+    columns[entropy.signed_label] = entropy.as_confidences(entropy_values)
     for c in summary.computed_columns():
-        columns[c.signed_label] = optional(c.metric.as_confidences(metrics.extra(c.key)))
+        columns[c.signed_label] = c.metric.as_confidences(metrics.extra(c.key))
     for s in summary.similarities if summary.referenced else []:
-        columns[similarity_label(s).split(" ")[0]] = optional(metrics.accuracy(s))
-    return columns
+        columns[similarity_label(s).split(" ")[0]] = metrics.accuracy(s)
+    return {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
 
 
-def correlations(columns: dict[str, list[float | None]]) -> tuple[list[str], np.ndarray]:
+def _rho(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman ρ over the rows where both are defined (None: no such row, or undefined)."""
+    both = ~np.isnan(x) & ~np.isnan(y)
+    return spearman_rho(x[both], y[both]) if both.any() else None
+
+
+def correlations(columns: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray]:
     """Spearman ρ between every pair of metric columns over the sets where both are defined."""
     names = list(columns)
     matrix = np.full((len(names), len(names)), np.nan)
     for a, first in enumerate(names):
         for b, second in enumerate(names):
-            pairs = [(x, y) for x, y in zip(columns[first], columns[second], strict=True)
-                     if x is not None and y is not None]
-            rho = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
+            rho = _rho(columns[first], columns[second])
             matrix[a, b] = np.nan if rho is None else rho
     return names, matrix
 
 
-def human_agreement(metrics: MetricColumns, columns: dict[str, list[float | None]],
-                    labels: dict[tuple[str, str, str], list[str]]
-                    ) -> tuple[dict[str, float | None], float | None]:
-    """Spearman ρ of each metric with the mean human label per set, and Fleiss' κ among the annotators."""
-    keyed = [(i, lab) for i, (q, s, p) in enumerate(zip(metrics.question.tolist(), metrics.source.tolist(),
-                                                         metrics.phase.tolist(), strict=True))
-             if (lab := labels.get((metrics.ids[q], SOURCES[s], PHASES[p]))) is not None]
-    if not keyed:
-        raise ReportError("the human labels file matches no (id, source, phase) set of this run")
+def _set_labels(metrics: MetricColumns, labels: dict[tuple[str, str, str], list[str]]
+                ) -> list[list[str] | None]:
+    """Each set's human labels (None: the file has none for it)."""
+    keys = zip(metrics.question.tolist(), metrics.source.tolist(), metrics.phase.tolist(), strict=True)
+    return [labels.get((metrics.ids[q], SOURCES[s], PHASES[p])) for q, s, p in keys]
+
+
+def human_column(per_set: list[list[str] | None]) -> np.ndarray:
+    """The mean human label of each set (NaN: the set has no labels)."""
     try:
-        human = [float(np.mean([float(v) for v in lab])) for _, lab in keyed]
+        return np.array([np.mean([float(v) for v in lab]) if lab else np.nan for lab in per_set],
+                        dtype=np.float64)
     except ValueError:
         raise ReportError("human labels must be numbers (e.g. 0/1 or a 1-5 scale)") from None
-    rhos = {}
-    for name, values in columns.items():
-        pairs = [(v, h) for (i, _), h in zip(keyed, human, strict=True) if (v := values[i]) is not None]
-        rhos[name] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
-    counts, _ = rating_counts([lab for _, lab in keyed])
+
+
+def human_agreement(columns: dict[str, np.ndarray], per_set: list[list[str] | None]
+                    ) -> tuple[dict[str, float | None], float | None]:
+    """Spearman ρ of each metric with the mean human label per set, and Fleiss' κ among the annotators."""
+    keyed = [lab for lab in per_set if lab is not None]
+    if not keyed:
+        raise ReportError("the human labels file matches no (id, source, phase) set of this run")
+    human = human_column(per_set)
+    rhos = {name: _rho(values, human) for name, values in columns.items()}
+    counts, _ = rating_counts(keyed)
     return rhos, fleiss_kappa(counts)
 
 
 # -- plots ------------------------------------------------------------------------------------------------
+
+Curve = tuple[np.ndarray, np.ndarray]  # (x, y) of a line
+
 
 def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> bytes:
     """Figure 3 analogue (PNG): per-set consistency (first judge) against accuracy, per method and phase.
@@ -275,10 +290,13 @@ def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> 
     fig, ax = plt.subplots(figsize=(6, 4.5))
     markers = {"before": "o", "after": "^"}
     colours = {"paraphrase": "tab:blue", "temperature": "tab:orange"}
+    largest = 0  # sets with both values in the largest group: above SCATTER_POINTS a sample is drawn
     for g in summary.groups:
         mine = metrics.where(g.method, g.phase)
         cons, accuracy = metrics.judge("cons_sem", judge)[mine], metrics.accuracy(sim)[mine]
-        drawn = ~np.isnan(cons) & ~np.isnan(accuracy)
+        both = np.flatnonzero(~np.isnan(cons) & ~np.isnan(accuracy))
+        largest = max(largest, len(both))
+        drawn = sampled(both)
         label = f"{SOURCE_LABELS[g.method].table}, {g.phase} A2C"
         ax.scatter(cons[drawn], accuracy[drawn], s=12, alpha=0.35,
                    marker=markers[g.phase], color=colours[g.method])
@@ -289,7 +307,9 @@ def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> 
     ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
     ax.set_ylabel(f"accuracy ({similarity_label(sim).split(' ')[0]}: share of answers closer to a correct "
                   "reference)", fontsize=8)
-    ax.set_title(f"{summary.name}: {summary.model}", fontsize=9)
+    sample = (f"\n(each group: a seeded sample of {SCATTER_POINTS:,} sets drawn, of up to {largest:,})"
+              if largest > SCATTER_POINTS else "")
+    ax.set_title(f"{summary.name}: {summary.model}{sample}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return png_bytes(fig)
@@ -317,32 +337,41 @@ def plot_rejection(metrics: MetricColumns, summary: QASummary,
                    uncertainty: UncertaintyColumns | None = None) -> bytes:
     """Accuracy of the answers kept when the least consistent are rejected first, per metric (the
     uncertainty measures and per-answer confidences too), before A2C; with the oracle and random baselines
-    (what PRR compares)."""
+    (what PRR compares). One metric's groups at a time, each curve thinned to what a figure shows."""
     plt = pyplot()
-    groups = signal_groups(metrics, summary.judges, summary.entropy_judge, uncertainty,
-                           summary.computed_columns())
-    groups.update({key: g for key, (g, _) in answer_groups(uncertainty).items()})
+    groups = itertools.chain(signal_groups(metrics, summary.judges, summary.entropy_judge, uncertainty,
+                                           summary.computed_columns()),
+                             ((key, g) for key, (g, _) in answer_groups(uncertainty)))
+    # per source: the curves (metrics that rank the answers alike draw the same curve: one line, labelled
+    # with all of them), the oracle and random baselines of its first defined metric, or why none is defined
+    curves: dict[Source, dict[bytes, tuple[list[str], Curve]]] = {s: {} for s in SOURCES}
+    baselines: dict[Source, tuple[Curve, float]] = {}
+    why: dict[Source, str] = {}
+    for (name, source, phase), g in groups:
+        if phase != "before":
+            continue
+        if g.undefined:
+            why.setdefault(source, g.undefined)
+            continue
+        x, y = rejection_curve(g)
+        same = hashlib.sha256(np.round(y, 9).tobytes()).digest()
+        curves[source].setdefault(same, ([], thinned(x, y)))[0].append(name)
+        if source not in baselines:
+            baselines[source] = (thinned(*oracle_curve(g)), g.accurate.sum() / g.answers.sum())
     fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5.5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):
         ax.set_title(f"{SOURCE_LABELS[source].table}, before A2C", fontsize=9)
         ax.set_xlabel("share of answers rejected (least consistent first)")
         ax.set_ylabel("accuracy of the answers kept")
-        mine = {name: g for (name, s, phase), g in groups.items() if s == source and phase == "before"}
-        defined = {name: g for name, g in mine.items() if not g.undefined}
-        if not defined:
-            why = next((g.undefined for g in mine.values()), "no reference answers")
-            ax.text(0.5, 0.5, f"undefined: {why}", ha="center", va="center", transform=ax.transAxes)
+        if source not in baselines:
+            ax.text(0.5, 0.5, f"undefined: {why.get(source, 'no reference answers')}", ha="center",
+                    va="center", transform=ax.transAxes)
             continue
-        # metrics that rank the answers alike draw the same curve: one line, labelled with all of them
-        curves: dict[bytes, tuple[list[str], tuple[np.ndarray, np.ndarray]]] = {}
-        for name, g in defined.items():
-            x, y = rejection_curve(g)
-            curves.setdefault(np.round(y, 9).tobytes(), ([], (x, y)))[0].append(name)
-        for k, (names, (x, y)) in enumerate(curves.values()):
+        for k, (names, (x, y)) in enumerate(curves[source].values()):
             ax.plot(x, y, label=" = ".join(names), linewidth=1.2, linestyle=("-", "--", "-.", ":")[k % 4])
-        first = next(iter(defined.values()))
-        ax.plot(*oracle_curve(first), linestyle="--", color="black", label="oracle")
-        ax.axhline(first.accurate.sum() / first.answers.sum(), linestyle=":", color="grey", label="random")
+        oracle, random = baselines[source]
+        ax.plot(*oracle, linestyle="--", color="black", label="oracle")
+        ax.axhline(random, linestyle=":", color="grey", label="random")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=5, ncol=2)
     fig.tight_layout()
@@ -427,6 +456,8 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
     summary = read_summary(store, SUMMARY.name, hint=f"recompute it from the stored outputs: a2c report "
                            f"{store.where('')} (or `a2c run CONFIG` again)")
     metrics = MetricColumns.read(store.iter_rows(METRICS))
+    uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY)) if store.exists(UNCERTAINTY.name) \
+        else None
     with_refs, questions = summary.referenced, summary.counts.questions
     main, accurate = before_after_table(summary), accurate_answers_table(summary)
     if not with_refs:  # "accurate" means nothing without references: header only, no rows of n/a
@@ -442,21 +473,16 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
     columns = metric_columns(metrics, summary)
     human_section = ""
     if human_labels is not None:
-        labels = read_human_labels(human_labels)
-        rhos, kappa = human_agreement(metrics, columns, labels)
+        per_set = _set_labels(metrics, read_human_labels(human_labels))
+        rhos, kappa = human_agreement(columns, per_set)
         human_section = ("\n## Agreement with human labels\n\n"
                          + Table(["metric", "Spearman ρ with mean human label"],
                                  [[k, fmt(v)] for k, v in rhos.items()]).markdown()
                          + f"\n\nFleiss' κ among annotators: {fmt(kappa)}\n")
-        columns["Human"] = [float(np.mean([float(v) for v in lab])) if lab else None
-                            for lab in (labels.get((metrics.ids[q], SOURCES[s], PHASES[p])) for q, s, p in
-                                        zip(metrics.question.tolist(), metrics.source.tolist(),
-                                            metrics.phase.tolist(), strict=True))]
+        columns["Human"] = human_column(per_set)
     names, matrix = correlations(columns)
     store.write_bytes(PLOT_ACCURACY.name, plot_accuracy_vs_consistency(metrics, summary))
     store.write_bytes(PLOT_CORRELATIONS.name, plot_correlations(names, matrix, len(metrics)))
-    uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY)) if store.exists(UNCERTAINTY.name) \
-        else None
     store.write_bytes(PLOT_REJECTION.name, plot_rejection(metrics, summary, uncertainty))
 
     if not with_refs:
@@ -495,7 +521,7 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
             + ("\n\n## Consistency over all answers vs accurate answers\n\n" + accurate.markdown()
                if with_refs else "")
             + "\n" + signal_section
-            + (decline_section(store, summary) if with_refs else "")
+            + (decline_section(store, summary, metrics, uncertainty) if with_refs else "")
             + "\n## Counts\n\n" + counts.markdown() + "\n" + human_section
             + f"\n![accuracy vs consistency]({PLOT_ACCURACY.name})\n"
             + f"\n![metric correlations]({PLOT_CORRELATIONS.name})\n")

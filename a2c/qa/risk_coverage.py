@@ -1,6 +1,6 @@
 """The report's answer-or-decline section: per source and signal, how well deciding by it would do.
 
-Units and labels are `a2c calibrate`'s (`a2c.qa.calibration.run_units`: a question's A2C answer from one
+Units and labels are `a2c calibrate`'s (`a2c.qa.calibration.units_of`: a question's A2C answer from one
 source, accurate or not; the signal a score of the source's candidates before A2C), and so is the map
 (isotonic, cross-fitted: each question's confidence from a map fitted on the other folds), so the table
 says what calibrating on this run would give, out of sample. Read from the run's stored rows only.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from a2c.display.reporting import Table, fmt, png_bytes, pyplot
+from a2c.display.reporting import Table, fmt, png_bytes, pyplot, thinned
 from a2c.metrics.selective import (
     RISKS,
     Estimate,
@@ -23,7 +23,8 @@ from a2c.metrics.selective import (
     expected_calibration_error,
 )
 from a2c.metrics.selective import risk_coverage as curve
-from a2c.qa.calibration import CalibrationError, Units, cross_fitted, default_similarity, run_units
+from a2c.qa.calibration import CalibrationError, RunColumns, Units, cross_fitted, default_similarity, units_of
+from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.rows import SOURCES, Source
 from a2c.qa.summary import QASummary
 from a2c.run.runfiles import RunFile
@@ -51,14 +52,16 @@ class SignalDecline:
     correct: np.ndarray
 
 
-def source_units(store: Store, summary: QASummary) -> dict[Source, Units | str]:
-    """Each source's labelled units, or why there are none (no references, no A2C answers)."""
+def source_units(run: RunColumns | str, summary: QASummary) -> dict[Source, Units | str]:
+    """Each source's labelled units, or why there are none (no references, no A2C answers); `run` is the
+    run's columns, or why they cannot be read."""
+    if isinstance(run, str):
+        return dict.fromkeys(SOURCES, run)
     out: dict[Source, Units | str] = {}
     for source in SOURCES:
         try:
-            out[source] = run_units(store, source, default_similarity(summary.similarities),
-                                    judges=summary.judges, entropy_judge=summary.entropy_judge,
-                                    similarities=summary.similarities)
+            out[source] = units_of(run, source, default_similarity(summary.similarities),
+                                   judges=summary.judges, entropy_judge=summary.entropy_judge)
         except CalibrationError as exc:
             out[source] = str(exc)
     return out
@@ -107,11 +110,11 @@ def plot_risk_coverage(declines: list[SignalDecline], why: dict[Source, str]) ->
                     ha="center", va="center", transform=ax.transAxes, fontsize=7)
             continue
         for d in mine:
-            ax.plot(*curve(d.calibrated, d.correct), label=f"{d.signal} (AURC {d.aurc.value:.3f})",
+            ax.plot(*thinned(*curve(d.calibrated, d.correct)), label=f"{d.signal} (AURC {d.aurc.value:.3f})",
                     linewidth=1.2)
         best = mine[0]
-        ax.plot(*curve(best.correct.astype(np.float64), best.correct), linestyle="--", color="black",
-                label="oracle")
+        ax.plot(*thinned(*curve(best.correct.astype(np.float64), best.correct)), linestyle="--",
+                color="black", label="oracle")
         ax.axhline(1 - best.accuracy, linestyle=":", color="grey", label="random / always answering")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=6)
@@ -119,9 +122,15 @@ def plot_risk_coverage(declines: list[SignalDecline], why: dict[Source, str]) ->
     return png_bytes(fig)
 
 
-def decline_section(store: Store, summary: QASummary) -> str:
-    """The report's section (markdown), writing its CSV table and plot into the run folder."""
-    units = source_units(store, summary)
+def decline_section(store: Store, summary: QASummary, metrics: MetricColumns,
+                    uncertainty: UncertaintyColumns | None) -> str:
+    """The report's section (markdown), writing its CSV table and plot into the run folder; `metrics` and
+    `uncertainty` are the run's columns, as the report has read them."""
+    try:
+        run: RunColumns | str = RunColumns.read(store, metrics, uncertainty)
+    except CalibrationError as exc:
+        run = str(exc)
+    units = source_units(run, summary)
     why = {source: u for source, u in units.items() if isinstance(u, str)}
     declines = [d for source, u in units.items() if not isinstance(u, str)
                 for d in signal_declines(u, source, seed=summary.seed)]

@@ -8,7 +8,7 @@ version) is refused with one line naming the command that recomputes it from the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal, cast
 
 import numpy as np
@@ -456,44 +456,42 @@ Key = tuple[str, Source, Phase]
 
 
 def _grouped(columns: Mapping[str, np.ndarray], rows: Columns, answers: np.ndarray, accurate: np.ndarray
-             ) -> dict[Key, Groups]:
-    """(metric, source, phase) → the referenced sets (`accurate` ≥ 0) with a defined score, as `Groups`; a
-    key for every source and phase with referenced sets, even when no score is defined."""
+             ) -> Iterator[tuple[Key, Groups]]:
+    """(metric, source, phase) and the referenced sets (`accurate` ≥ 0) with a defined score, as `Groups`;
+    a key for every source and phase with referenced sets, even when no score is defined. Yielded one at a
+    time, so no more than one metric's groups are alive (a 100,000-question run has hundreds of them)."""
     referenced = {}
     for source in SOURCES:
         for phase in PHASES:
             mine = rows.where(source, phase)
             referenced[(source, phase)] = mine[accurate[mine] >= 0]
-    out: dict[Key, Groups] = {}
     for name, values in columns.items():
         for (source, phase), mine in referenced.items():
             if len(mine):
                 kept = mine[~np.isnan(values[mine])]
-                out[(name, source, phase)] = Groups.of(values[kept], answers[kept], accurate[kept])
-    return out
+                yield (name, source, phase), Groups.of(values[kept], answers[kept], accurate[kept])
 
 
 def signal_groups(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
                   uncertainty: UncertaintyColumns | None = None, extra: Sequence[MetricColumn] = ()
-                  ) -> dict[Key, Groups]:
-    """(metric, source, phase) → the sets with references and a defined score, as `Groups` for
+                  ) -> Iterator[tuple[Key, Groups]]:
+    """(metric, source, phase) and the sets with references and a defined score, as `Groups` for
     `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target.
     Cons_sem, entropy and Cons_lex from `metrics.jsonl`, the per-set uncertainty measures from
     `uncertainty.jsonl`."""
-    groups = _grouped(signal_scores(metrics, judges, entropy_judge, extra), metrics, metrics.n,
-                      metrics.n_accurate)
+    yield from _grouped(signal_scores(metrics, judges, entropy_judge, extra), metrics, metrics.n,
+                        metrics.n_accurate)
     if uncertainty is not None:
-        groups.update(_grouped(uncertainty_scores(uncertainty), uncertainty, uncertainty.answers_n,
-                               uncertainty.accurate_n))
-    return groups
+        yield from _grouped(uncertainty_scores(uncertainty), uncertainty, uncertainty.answers_n,
+                            uncertainty.accurate_n)
 
 
-def answer_groups(uncertainty: UncertaintyColumns | None) -> dict[Key, tuple[Groups, np.ndarray]]:
-    """(metric, source, phase) → every answer with its own confidence (degree, eccentricity) and accuracy,
-    as one-answer `Groups`, with the index of its set (so intervals resample questions, not answers)."""
-    out: dict[Key, tuple[Groups, np.ndarray]] = {}
+def answer_groups(uncertainty: UncertaintyColumns | None) -> Iterator[tuple[Key, tuple[Groups, np.ndarray]]]:
+    """(metric, source, phase) and every answer with its own confidence (degree, eccentricity) and
+    accuracy, as one-answer `Groups`, with the index of its set (so intervals resample questions, not
+    answers); one key at a time."""
     if uncertainty is None:
-        return out
+        return
     for (measure, graph), (values, owners) in uncertainty.answers.items():
         name = f"{measure_label(measure)} ({graph_label(graph)}, per answer)"
         for source in SOURCES:
@@ -505,9 +503,8 @@ def answer_groups(uncertainty: UncertaintyColumns | None) -> dict[Key, tuple[Gro
                 kept = np.isin(owners, mine)
                 with_values = np.unique(owners[kept])
                 labels = uncertainty.accurate[np.isin(uncertainty.accurate_rows, with_values)]
-                out[(name, source, phase)] = (Groups.per_answer(_confidence(measure, values[kept]), labels),
+                yield (name, source, phase), (Groups.per_answer(_confidence(measure, values[kept]), labels),
                                               owners[kept])
-    return out
 
 
 def consistency_signal(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
@@ -518,7 +515,7 @@ def consistency_signal(metrics: MetricColumns, judges: Sequence[str], entropy_ju
     (for per-answer confidences) answer-level; empty without references."""
     out: dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal] = {
         (*key, "set"): signal(g, seed=seed)
-        for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty, extra).items()}
-    for key, (g, sets) in answer_groups(uncertainty).items():
+        for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty, extra)}
+    for key, (g, sets) in answer_groups(uncertainty):
         out[(*key, "answer")] = signal(g, seed=seed, clusters=sets)
     return out

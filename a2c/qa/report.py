@@ -17,7 +17,17 @@ import numpy as np
 
 from a2c.common.files import read_text
 from a2c.data.tables import csv_rows
-from a2c.display.reporting import SCATTER_POINTS, ReportError, Table, fmt, png_bytes, pyplot, sampled, thinned
+from a2c.display.reporting import (
+    CURVE_POINTS,
+    SCATTER_POINTS,
+    ReportError,
+    Table,
+    fmt,
+    png_bytes,
+    pyplot,
+    sampled,
+    thinned,
+)
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
@@ -296,7 +306,7 @@ def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> 
         cons, accuracy = metrics.judge("cons_sem", judge)[mine], metrics.accuracy(sim)[mine]
         both = np.flatnonzero(~np.isnan(cons) & ~np.isnan(accuracy))
         largest = max(largest, len(both))
-        drawn = sampled(both)
+        drawn = sampled(both, SCATTER_POINTS)
         label = f"{SOURCE_LABELS[g.method].table}, {g.phase} A2C"
         ax.scatter(cons[drawn], accuracy[drawn], s=12, alpha=0.35,
                    marker=markers[g.phase], color=colours[g.method])
@@ -355,9 +365,9 @@ def plot_rejection(metrics: MetricColumns, summary: QASummary,
             continue
         x, y = rejection_curve(g)
         same = hashlib.sha256(np.round(y, 9).tobytes()).digest()
-        curves[source].setdefault(same, ([], thinned(x, y)))[0].append(name)
+        curves[source].setdefault(same, ([], thinned(x, y, CURVE_POINTS)))[0].append(name)
         if source not in baselines:
-            baselines[source] = (thinned(*oracle_curve(g)), g.accurate.sum() / g.answers.sum())
+            baselines[source] = (thinned(*oracle_curve(g), CURVE_POINTS), g.accurate.sum() / g.answers.sum())
     fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5.5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):
         ax.set_title(f"{SOURCE_LABELS[source].table}, before A2C", fontsize=9)

@@ -29,6 +29,8 @@ PIECES = ["the", "The", "cat", "cats", "running", "run", "a", "no", "comment", "
           " . ", ",", "!", "?", "3.5", "1,000", "$", "%", "é", "Über", "U.S.", "don't", "-", "\n", "  "]
 texts = st.lists(st.sampled_from(PIECES), max_size=14).map(lambda parts: " ".join(parts).replace("   ", " "))
 batches = st.tuples(st.lists(texts, min_size=1, max_size=6), st.lists(texts, min_size=1, max_size=5))
+# a chunk of questions scored in one call: each answer only against its own question's references
+chunks = st.lists(batches, min_size=1, max_size=4)
 
 
 def library_matrix(answers: list[str], refs: list[str], one) -> np.ndarray:
@@ -36,15 +38,18 @@ def library_matrix(answers: list[str], refs: list[str], one) -> np.ndarray:
 
 
 @settings(max_examples=150, deadline=None)
-@given(batches, st.booleans())
-def test_rouge_equals_rouge_score(batch, use_stemmer):
-    answers, refs = batch
+@given(chunks, st.booleans())
+def test_rouge_equals_rouge_score(chunk, use_stemmer):
     tokens = rouge_tokens(use_stemmer)
     for n in (1, 2):
         kind = f"rouge{n}"
         scorer = rouge_scorer.RougeScorer([kind], use_stemmer=use_stemmer)
-        expected = library_matrix(answers, refs, lambda a, r, s=scorer, k=kind: s.score(r, a)[k].fmeasure)
-        assert np.array_equal(rouge_n(tokens, n, answers, refs), expected)
+        got = rouge_n(tokens, n, chunk)
+        assert len(got) == len(chunk)
+        for (answers, refs), matrix in zip(chunk, got, strict=True):
+            expected = library_matrix(answers, refs,
+                                      lambda a, r, s=scorer, k=kind: s.score(r, a)[k].fmeasure)
+            assert np.array_equal(matrix, expected)
 
 
 @settings(max_examples=150, deadline=None)
@@ -61,27 +66,34 @@ def test_rouge_lsum_equals_rouge_score_after_the_summary_preparation(batch, use_
 
 
 @settings(max_examples=150, deadline=None)
-@given(batches)
-def test_bleu_equals_corpus_bleu(batch):
-    answers, refs = batch
-    stats = bleu_statistics(bleu_tokens(), answers, refs)
-    got = bleu_scores(stats.reshape(-1, stats.shape[-1])).reshape(len(answers), len(refs))
-    expected = library_matrix(answers, refs,
-                              lambda a, r: sacrebleu.corpus_bleu([a], [[r]], **BLEU_ARGS).score)
-    assert np.array_equal(got, expected)
+@given(chunks)
+def test_bleu_equals_corpus_bleu(chunk):
+    stats, grams = bleu_statistics(bleu_tokens(), chunk)
+    got = grams.split(bleu_scores(stats))
+    assert len(got) == len(chunk)
+    for (answers, refs), matrix in zip(chunk, got, strict=True):
+        expected = library_matrix(answers, refs,
+                                  lambda a, r: sacrebleu.corpus_bleu([a], [[r]], **BLEU_ARGS).score)
+        assert np.array_equal(matrix, expected)
 
 
 def test_matched_ngrams_clips_counts_by_hand():
     tokens = TokenIds(str.split)
-    grams = question_ngrams(tokens, ["a a b", "c", "", "b a"], ["a b b", "a a a"], 2)
+    # a second question after the first: its answer "c a" shares "a" with the first question's references
+    # but may only match its own reference "c"
+    grams = question_ngrams(tokens, [(["a a b", "c", "", "b a"], ["a b b", "a a a"]), (["c a"], ["c"])], 2)
+    first, second = grams.split(matched_ngrams(grams, 1))
     # unigrams — answer 0 {a: 2, b: 1} vs ref 0 {a: 1, b: 2}: min(2, 1) + min(1, 2) = 2; vs ref 1 {a: 3}: 2
     # answer 1 "c" and answer 2 "" match nothing; answer 3 {b: 1, a: 1}: 1 + 1 = 2 and 1
-    assert matched_ngrams(grams, 1).tolist() == [[2, 2], [0, 0], [0, 0], [2, 1]]
+    assert first.tolist() == [[2, 2], [0, 0], [0, 0], [2, 1]]
+    assert second.tolist() == [[1]]
     # bigrams — ref 0 {a b, b b}, ref 1 {a a: 2}; answer 0 {a a, a b}: 1 and 1; answer 3 {b a}: 0 and 0.
     # The texts lie end to end, but windows across two of them are no n-grams: answer 3 + ref 0 would add
-    # "a a" to answer 3, ref 0 + ref 1 would add "b a" to ref 0
-    assert matched_ngrams(grams, 2).tolist() == [[1, 1], [0, 0], [0, 0], [0, 0]]
-    assert grams.counts(2).tolist() == [2, 0, 0, 1, 2, 2]
+    # "a a" to answer 3, ref 0 + ref 1 would add "b a" to ref 0, ref 1 + the next question's "c a" would
+    # add "a c"
+    first, second = grams.split(matched_ngrams(grams, 2))
+    assert first.tolist() == [[1, 1], [0, 0], [0, 0], [0, 0]] and second.tolist() == [[0]]
+    assert grams.counts(2).tolist() == [2, 0, 0, 1, 2, 2, 1, 0]
 
 
 def test_rouge_lsum_at_and_beyond_one_machine_word():

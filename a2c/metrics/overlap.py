@@ -3,10 +3,11 @@
 TruthfulQA's script scores one (answer, reference) pair per library call, so every call tokenises both
 texts and counts their n-grams again: each reference is tokenised once per answer. Here each distinct text
 is tokenised once with the library's own tokenizer (rouge-score's `DefaultTokenizer`, sacrebleu's `intl`)
-into integer token ids, and per question the n-grams and matches of all answers × references come from a
-few numpy operations. The scores are then the libraries' own formulas on those counts (rouge-score's
-precision, recall and F with the same float operations; sacrebleu's `BLEU.compute_bleu`), so they equal
-`RougeScorer.score` and `corpus_bleu` bit for bit (tests/test_overlap.py checks this on random texts).
+into integer token ids, and the n-grams and matches of all answers × references of a whole chunk of
+questions come from a few numpy operations (each answer matched against its own question's references).
+The scores are then the libraries' own formulas on those counts (rouge-score's precision, recall and F
+with the same float operations; sacrebleu's `BLEU.compute_bleu`), so they equal `RougeScorer.score` and
+`corpus_bleu` bit for bit (tests/test_overlap.py checks this on random texts).
 """
 
 from __future__ import annotations
@@ -43,32 +44,66 @@ class TokenIds:
         return found
 
 
+Question = tuple[Sequence[str], Sequence[str]]  # (answers, references) of one question
+
+
 @dataclass(frozen=True)
 class Ngrams:
-    """The n-grams of one question's answers (texts 0..answers−1) and references (the texts after them).
+    """The n-grams of many questions' texts, laid end to end: each question's answers, then its references.
 
     `orders[n − 1]` holds (key, text) of every n-gram; two keys are equal exactly when the n-grams are.
+    The pairs scored are every answer × reference of the same question, question after question, each
+    question's in row-major order (`split` gives them back as one matrix per question).
     """
 
-    answers: int
     lengths: np.ndarray  # tokens per text
+    question: np.ndarray  # question of each text
+    local: np.ndarray  # index of each text among its question's answers, or among its references
+    is_ref: np.ndarray
+    shapes: np.ndarray  # (answers, references) per question
     orders: list[tuple[np.ndarray, np.ndarray]]
-
-    @property
-    def ref_lengths(self) -> np.ndarray:
-        return self.lengths[self.answers:]
 
     def counts(self, n: int) -> np.ndarray:
         """n-grams per text: every window of n tokens inside it."""
         counts: np.ndarray = np.maximum(self.lengths - n + 1, 0)
         return counts
 
+    @property
+    def pair_starts(self) -> np.ndarray:
+        """Where each question's pairs begin, and (last) how many pairs there are."""
+        starts: np.ndarray = np.r_[0, np.cumsum(self.shapes[:, 0] * self.shapes[:, 1])]
+        return starts
 
-def question_ngrams(tokens: TokenIds, answers: Sequence[str], refs: Sequence[str], max_order: int) -> Ngrams:
-    """Orders 1..max_order from the texts' token ids laid end to end. An n-gram's key combines the rank of
-    the key of its first n − 1 tokens with its last token id; windows that run across two texts are
-    dropped. All numpy: no n-gram is built as a Python object."""
-    ids_per_text = [tokens(t) for t in chain(answers, refs)]
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(answer text, reference text) of every pair, in pair order."""
+        sizes = self.shapes[:, 0] * self.shapes[:, 1]
+        starts = self.pair_starts
+        of = np.repeat(np.arange(len(sizes)), sizes)
+        within = np.arange(starts[-1]) - starts[:-1][of]
+        refs = self.shapes[of, 1]
+        first_text = np.r_[0, np.cumsum(self.shapes.sum(axis=1))][:-1][of]
+        return first_text + within // refs, first_text + self.shapes[of, 0] + within % refs
+
+    def split(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-pair values (first axis) back as one (answers, references, ...) array per question."""
+        starts = self.pair_starts
+        return [flat[starts[q]:starts[q + 1]].reshape(int(a), int(r), *flat.shape[1:])
+                for q, (a, r) in enumerate(self.shapes.tolist())]
+
+
+def question_ngrams(tokens: TokenIds, questions: Sequence[Question], max_order: int) -> Ngrams:
+    """Orders 1..max_order of all the questions' texts from their token ids laid end to end. An n-gram's
+    key combines the rank of the key of its first n − 1 tokens with its last token id; windows that run
+    across two texts are dropped. All numpy: no n-gram is built as a Python object, and one call serves
+    a whole chunk of questions."""
+    ids_per_text = [tokens(t) for answers, refs in questions for t in chain(answers, refs)]
+    shapes = np.array([(len(answers), len(refs)) for answers, refs in questions],
+                      dtype=np.int64).reshape(-1, 2)
+    per_question = shapes.sum(axis=1)
+    question = np.repeat(np.arange(len(shapes)), per_question)
+    local = np.arange(len(question)) - np.repeat(np.r_[0, np.cumsum(per_question)][:-1], per_question)
+    is_ref = local >= shapes[question, 0]
+    local = np.where(is_ref, local - shapes[question, 0], local)
     lengths = np.fromiter(map(len, ids_per_text), dtype=np.int64, count=len(ids_per_text))
     ids = np.fromiter(chain.from_iterable(ids_per_text), dtype=np.int64, count=int(lengths.sum()))
     texts = np.repeat(np.arange(len(ids_per_text)), lengths)
@@ -81,35 +116,40 @@ def question_ngrams(tokens: TokenIds, answers: Sequence[str], refs: Sequence[str
         keys = rank[:windows] * width + ids[n - 1:n - 1 + windows]
         inside = texts[:windows] == texts[n - 1:n - 1 + windows]
         orders.append((keys[inside], texts[:windows][inside]))
-    return Ngrams(len(answers), lengths, orders)
+    return Ngrams(lengths, question, local, is_ref, shapes, orders)
 
 
 def matched_ngrams(grams: Ngrams, n: int) -> np.ndarray:
-    """Σ_g min(count of g in the answer, count of g in the reference) for every answer × reference: the
-    clipped n-gram matches both rouge-score and sacrebleu count. Work is proportional to the answers'
-    n-grams times the number of references, never to a vocabulary."""
+    """Σ_g min(count of g in the answer, count of g in the reference) for every pair (answer × reference
+    of one question): the clipped n-gram matches both rouge-score and sacrebleu count. Each (text, n-gram)
+    is counted once, then the answers' are joined to the references' of the same question on the n-gram:
+    work in proportion to the n-grams and the matches, never to a vocabulary."""
     keys, texts = grams.orders[n - 1]
-    n_refs = len(grams.lengths) - grams.answers
-    out = np.zeros((grams.answers, n_refs), dtype=np.int64)
-    is_ref = texts >= grams.answers
-    vocab = np.unique(keys[is_ref])
-    if not grams.answers or not len(vocab):
-        return out
-    width = len(vocab)
-    ref_counts = np.bincount((texts[is_ref] - grams.answers) * width + np.searchsorted(vocab, keys[is_ref]),
-                             minlength=n_refs * width).reshape(n_refs, width)
-    answer_keys, answer_rows = keys[~is_ref], texts[~is_ref]
-    column = np.minimum(np.searchsorted(vocab, answer_keys), width - 1)
-    shared = vocab[column] == answer_keys
-    # each (answer, shared n-gram) once, with its count in the answer; sorted by answer
-    pairs, counts = np.unique(answer_rows[shared] * width + column[shared], return_counts=True)
-    if not len(pairs):
-        return out
-    rows, columns = np.divmod(pairs, width)
-    clipped = np.minimum(counts[:, None], ref_counts[:, columns].T)
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    out[rows[starts]] = np.add.reduceat(clipped, starts, axis=0)
-    return out
+    starts = grams.pair_starts
+    if not len(keys):
+        return np.zeros(starts[-1], dtype=np.int64)
+    _, gram = np.unique(keys, return_inverse=True)
+    width = int(gram.max()) + 1
+    ref = grams.is_ref[texts]
+    answer_pairs, answer_counts = np.unique(texts[~ref] * width + gram[~ref], return_counts=True)
+    ref_pairs, ref_counts = np.unique(texts[ref] * width + gram[ref], return_counts=True)
+    answer_text, answer_gram = np.divmod(answer_pairs, width)
+    ref_text, ref_gram = np.divmod(ref_pairs, width)
+    # the join key: (question, n-gram); the references' sorted by it
+    ref_key = grams.question[ref_text] * width + ref_gram
+    order = np.argsort(ref_key, kind="stable")
+    ref_key, ref_text, ref_counts = ref_key[order], ref_text[order], ref_counts[order]
+    answer_key = grams.question[answer_text] * width + answer_gram
+    low = np.searchsorted(ref_key, answer_key, "left")
+    found = np.searchsorted(ref_key, answer_key, "right") - low
+    which = np.repeat(np.arange(len(answer_key)), found)  # each match: its answer's (text, n-gram) ...
+    at = np.arange(int(found.sum())) - np.repeat(np.cumsum(found) - found, found) + np.repeat(low, found)
+    clipped = np.minimum(answer_counts[which], ref_counts[at])  # ... and its reference's
+    a, r = answer_text[which], ref_text[at]
+    q = grams.question[a]
+    position = starts[q] + grams.local[a] * grams.shapes[q, 1] + grams.local[r]
+    # sums of small counts: exact in float64
+    return np.bincount(position, weights=clipped, minlength=starts[-1]).astype(np.int64)
 
 
 def f_measure(hits: np.ndarray, predicted: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -135,11 +175,13 @@ def rouge_tokens(use_stemmer: bool) -> TokenIds:
     return TokenIds(rouge_tokenizer(use_stemmer).tokenize)
 
 
-def rouge_n(tokens: TokenIds, n: int, answers: Sequence[str], refs: Sequence[str]) -> np.ndarray:
-    """ROUGE-n F of every answer × reference, as `RougeScorer([f"rouge{n}"]).score(ref, answer)`."""
-    grams = question_ngrams(tokens, answers, refs, n)
+def rouge_n(tokens: TokenIds, n: int, questions: Sequence[Question]) -> list[np.ndarray]:
+    """ROUGE-n F of every answer × reference of each question (one matrix per question), as
+    `RougeScorer([f"rouge{n}"]).score(ref, answer)`."""
+    grams = question_ngrams(tokens, questions, n)
     counts = grams.counts(n)
-    return f_measure(matched_ngrams(grams, n), counts[:grams.answers, None], counts[None, grams.answers:])
+    answer, ref = grams.pairs()
+    return grams.split(f_measure(matched_ngrams(grams, n), counts[answer], counts[ref]))
 
 
 def summary_sentences(text: str) -> list[str]:
@@ -232,17 +274,19 @@ def bleu_tokens() -> TokenIds:
     return TokenIds(lambda text: tokenizer(text.rstrip()).split())
 
 
-def bleu_statistics(tokens: TokenIds, answers: Sequence[str], refs: Sequence[str]) -> np.ndarray:
-    """sacrebleu's sufficient statistics of every answer × reference, shape (answers, refs, 10):
-    hypothesis length, reference length, matched n-grams per order, hypothesis n-grams per order."""
-    grams = question_ngrams(tokens, answers, refs, BLEU_MAX_ORDER)
-    stats = np.empty((len(answers), len(refs), 2 + 2 * BLEU_MAX_ORDER), dtype=np.int64)
-    stats[..., 0] = grams.lengths[:grams.answers, None]
-    stats[..., 1] = grams.ref_lengths[None, :]
+def bleu_statistics(tokens: TokenIds, questions: Sequence[Question]) -> tuple[np.ndarray, Ngrams]:
+    """sacrebleu's sufficient statistics of every answer × reference pair of the questions, shape
+    (pairs, 10): hypothesis length, reference length, matched n-grams per order, hypothesis n-grams per
+    order; with the n-grams, whose `split` gives each question's (answers, refs, 10) back."""
+    grams = question_ngrams(tokens, questions, BLEU_MAX_ORDER)
+    answer, ref = grams.pairs()
+    stats = np.empty((len(answer), 2 + 2 * BLEU_MAX_ORDER), dtype=np.int64)
+    stats[:, 0] = grams.lengths[answer]
+    stats[:, 1] = grams.lengths[ref]
     for n in range(1, BLEU_MAX_ORDER + 1):
-        stats[..., 1 + n] = matched_ngrams(grams, n)
-        stats[..., 1 + BLEU_MAX_ORDER + n] = grams.counts(n)[:grams.answers, None]
-    return stats
+        stats[:, 1 + n] = matched_ngrams(grams, n)
+        stats[:, 1 + BLEU_MAX_ORDER + n] = grams.counts(n)[answer]
+    return stats, grams
 
 
 def bleu_scores(stats: np.ndarray) -> np.ndarray:

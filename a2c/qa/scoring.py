@@ -141,13 +141,13 @@ def checked_options(similarity: str, options: Mapping[str, Any]) -> SimilarityOp
 @_register("rouge1", "R1-A", RougeOptions)
 def _rouge1(groups: Sequence[QuestionAnswers], options: RougeOptions) -> list[np.ndarray]:
     tokens = lexical.rouge_tokens(options.use_stemmer)
-    return [lexical.rouge_n(tokens, 1, g.answers, g.refs) for g in groups]
+    return lexical.rouge_n(tokens, 1, [(g.answers, g.refs) for g in groups])
 
 
 @_register("rouge2", "R2-A", RougeOptions)
 def _rouge2(groups: Sequence[QuestionAnswers], options: RougeOptions) -> list[np.ndarray]:
     tokens = lexical.rouge_tokens(options.use_stemmer)
-    return [lexical.rouge_n(tokens, 2, g.answers, g.refs) for g in groups]
+    return lexical.rouge_n(tokens, 2, [(g.answers, g.refs) for g in groups])
 
 
 @_register("rougeL", "RL-A", RougeOptions)
@@ -158,13 +158,9 @@ def _rouge_l(groups: Sequence[QuestionAnswers], options: RougeOptions) -> list[n
 
 @_register("bleu", "BLEU-A")
 def _bleu(groups: Sequence[QuestionAnswers], options: SimilarityOptions) -> list[np.ndarray]:
-    tokens = lexical.bleu_tokens()
-    stats = [lexical.bleu_statistics(tokens, g.answers, g.refs) for g in groups]
+    stats, grams = lexical.bleu_statistics(lexical.bleu_tokens(), [(g.answers, g.refs) for g in groups])
     # one pass over every group's statistics, so each distinct statistics row is scored once
-    flat = np.concatenate([s.reshape(-1, s.shape[-1]) for s in stats]) if stats else np.zeros((0, 10), int)
-    scores = lexical.bleu_scores(flat)
-    ends = np.cumsum([s.shape[0] * s.shape[1] for s in stats])
-    return [part.reshape(s.shape[:2]) for part, s in zip(np.split(scores, ends[:-1]), stats, strict=True)]
+    return grams.split(lexical.bleu_scores(stats))
 
 
 @_register("embedding", "Emb-A (embedding similarity, BLEURT substitute)", ModelSimilarityOptions)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2c.system.cache import Cache, CacheError, NoCache, make_key, open_cache
+from a2c.system.cache import PAGE_CACHE_KIB, Cache, CacheError, NoCache, make_key, open_cache
 
 BATCH = 50
 
@@ -51,6 +51,21 @@ def test_get_many_beyond_sqlite_parameter_limit(tmp_path):
     items = {str(i): i for i in range(2500)}
     cache.put_many(items)
     assert cache.get_many(list(items)) == items
+
+
+def test_every_connection_keeps_a_large_page_cache_in_wal_mode(tmp_path):
+    # a 100,000-question run's cache re-reads B-tree pages on most inserts with SQLite's 2 MB default
+    # (benchmarks/bench_cache_growth.py); a reopened file gets the same settings
+    cache = Cache(tmp_path / "c.sqlite")
+    cache.put("a", 1)
+    conn = cache._connect()
+    assert PAGE_CACHE_KIB >= 32768
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == -PAGE_CACHE_KIB
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    cache.close()
+    again = Cache(tmp_path / "c.sqlite")
+    assert again._connect().execute("PRAGMA cache_size").fetchone()[0] == -PAGE_CACHE_KIB
+    assert again.get("a") == 1
 
 
 def test_key_is_stable_and_separates_every_part():

@@ -27,6 +27,11 @@ from a2c.system.faults import environment_fault
 DEFAULT_CACHE_PATH = Path(".a2c-cache") / "cache.sqlite"
 _SQLITE_MAX_VARIABLES = 900  # stay under SQLite's default host-parameter limit in IN (...) lookups
 _BUSY_TIMEOUT_S = 60.0
+# SQLite's page cache per connection, in KiB (its default is 2 MB). Keys are digests, so every insert lands
+# on a random leaf: with the default, a cache of a 100,000-question run (1.4 M entries) re-reads the
+# B-tree's pages from the OS on most inserts (system time); 64 MB keeps its interior pages and more of its
+# leaves (benchmarks/bench_cache_growth.py)
+PAGE_CACHE_KIB = 65536
 
 
 class CacheError(A2CError):
@@ -116,6 +121,7 @@ class Cache:
                                    isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS entries (namespace TEXT NOT NULL, key TEXT NOT NULL, "
                 "value TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID"

@@ -112,9 +112,9 @@ def test_auroc_equals_scikit_learn_on_every_answer_and_the_bootstrap_statistic_t
     # the vectorised statistic of the bootstrap, on the data itself (one "replicate" of counts 1)
     from a2c.metrics.signal import _auroc, _group_sums
 
-    group, unique = g.ordered()
-    pos = _group_sums(g.accurate[None, :].astype(float), group, len(unique))
-    total = _group_sums(g.answers[None, :].astype(float), group, len(unique))
+    group, _ = g.ordered()
+    pos = _group_sums(g.accurate[None, :].astype(float), group)
+    total = _group_sums(g.answers[None, :].astype(float), group)
     assert _auroc(pos, total - pos)[0] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
 
 

@@ -94,11 +94,9 @@ def _group_order(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]  # every group 0..n-1 has a set
 
 
-def _group_sums(values: np.ndarray, group: np.ndarray, n_groups: int,
-                order: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Column sums of `values` (replicates × sets) per tie group → replicates × groups; `order` is
-    `_group_order(group)` when the caller sums many chunks over the same groups."""
-    sets, starts = order or _group_order(group)
+def _group_sums(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Column sums of `values` (replicates × sets) per tie group → replicates × groups."""
+    sets, starts = _group_order(group)
     return np.add.reduceat(values[:, sets], starts, axis=1)
 
 
@@ -155,19 +153,18 @@ def prediction_rejection_ratio(groups: Groups) -> float | None:
     """PRR (module docstring); None when undefined."""
     if groups.undefined:
         return None
-    group, scores = groups.ordered()
-    n_groups = len(scores)
-    pos = _group_sums(groups.accurate[None, :].astype(np.float64), group, n_groups)
-    total = _group_sums(groups.answers[None, :].astype(np.float64), group, n_groups)
+    group, _ = groups.ordered()
+    pos = _group_sums(groups.accurate[None, :].astype(np.float64), group)
+    total = _group_sums(groups.answers[None, :].astype(np.float64), group)
     return float(_prr(pos, total)[0])
 
 
 def rejection_curve(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
     """(share of answers rejected, accuracy of the answers kept), rejecting the least confident first; the
     expectation over tie orders, from 0 rejected to all but one."""
-    group, scores = groups.ordered()
-    pos = _group_sums(groups.accurate[None, :].astype(np.float64), group, len(scores))[0]
-    total = _group_sums(groups.answers[None, :].astype(np.float64), group, len(scores))[0].astype(np.int64)
+    group, _ = groups.ordered()
+    pos = _group_sums(groups.accurate[None, :].astype(np.float64), group)[0]
+    total = _group_sums(groups.answers[None, :].astype(np.float64), group)[0].astype(np.int64)
     keep = total > 0
     rate = np.repeat(pos[keep] / total[keep], total[keep])  # each answer's expected accuracy
     n = len(rate)
@@ -215,16 +212,19 @@ def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0,
     """AUROC and PRR of `replicates` resamples of the sets (with replacement); NaN where a resample is
     undefined (only internally: callers get intervals over the defined ones). With `clusters` (an id per
     set), whole clusters are resampled: answers scored one by one stay with their question."""
-    group, scores = groups.ordered()
+    group, _ = groups.ordered()
     ids = _cluster_ids(clusters, len(groups.scores))
     units = len(groups.scores) if ids is None else int(ids.max(initial=-1)) + 1
     aurocs, prrs = [], []
-    order = _group_order(group)
-    # a chunk of resamples is widened to one column per answer (`drawn[:, ids]`): chunks sized by that width
+    sets, starts = _group_order(group)
+    # each chunk of resamples is gathered once, straight into tie-group order (and, with clusters, widened
+    # to one column per answer: chunks are sized by that width)
+    columns = sets if ids is None else ids[sets]
+    accurate, answers = groups.accurate[sets], groups.answers[sets]
     for drawn in resample_counts(units, replicates, seed, width=len(groups.accurate)):
-        counts = drawn if ids is None else drawn[:, ids]
-        pos = _group_sums(counts * groups.accurate, group, len(scores), order)
-        total = _group_sums(counts * groups.answers, group, len(scores), order)
+        counts = drawn[:, columns]
+        pos = np.add.reduceat(counts * accurate, starts, axis=1)
+        total = np.add.reduceat(counts * answers, starts, axis=1)
         defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
         aurocs.append(np.where(defined, _auroc(pos, total - pos), np.nan))
         prrs.append(np.where(defined, _prr(pos, total), np.nan))

@@ -282,3 +282,26 @@ def test_the_kept_embedding_follows_the_matrix_not_the_object():
     assert eccentricity(s, threshold=0.5) == eccentricity(s.copy(), threshold=0.5)
     with pytest.raises(ValueError):
         eccentricity_confidence(np.full((3, 3), 2.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 7), st.integers(0, 2**32 - 1))
+def test_the_kept_symmetric_matrix_follows_the_matrix_and_cannot_be_changed(n, seed):
+    """Every similarity measure of a set symmetrises the same matrix: the last one is kept, so a measure
+    must see a changed matrix's own values, and no caller can write into the kept one."""
+    from a2c.metrics.uncertainty import _symmetric
+
+    rng = np.random.default_rng(seed)
+    s = rng.random((n, n))
+    np.fill_diagonal(s, 1.0)
+    before = degree_uncertainty(s)
+    kept = _symmetric(s)
+    assert kept is _symmetric(s.copy())  # the same bytes: served the kept matrix
+    with pytest.raises(ValueError):
+        kept[0, 0] = 0.5
+    s[0, 1] = s[1, 0] = 0.0 if s[0, 1] > 0.5 else 1.0  # changed in place, the object is the same
+    assert degree_uncertainty(s) != before
+    assert degree_uncertainty(s) == degree_uncertainty(s.copy())
+    np.testing.assert_array_equal(_symmetric(s), (s + s.T) / 2)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        degree_uncertainty(np.where(np.eye(n) > 0, 1.0, 3.0))  # a bad matrix is refused, never kept

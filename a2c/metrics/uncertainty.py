@@ -62,12 +62,41 @@ def _unit_interval(matrix: object, name: str) -> npt.NDArray[np.float64]:
     return arr
 
 
+class _Last:
+    """The last value computed from a matrix, keyed by the matrix's bytes (a changed matrix is never served
+    a stale value) and handed out read-only: the measures of one set ask for the same symmetrised matrix
+    (and U_Ecc and C_Ecc for the same embedding) one after the other. Key and value are one tuple, so a
+    thread never reads one's key with another's value."""
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[object, ...], npt.NDArray[np.float64] | None] | None = None
+
+    def get(self, matrix: object, extra: tuple[object, ...],
+            compute: Callable[[], npt.NDArray[np.float64] | None]) -> npt.NDArray[np.float64] | None:
+        given = np.asarray(matrix)
+        key = (given.dtype.str, given.shape, given.tobytes(), *extra)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        value = compute()
+        if value is not None:
+            value.flags.writeable = False
+        self._last = (key, value)
+        return value
+
+
+_last_symmetric = _Last()
+_last_embedding = _Last()
+
+
 def _symmetric(similarity: object, name: str = "similarity matrix") -> npt.NDArray[np.float64] | None:
-    """W = (S + Sᵀ)/2, or None below two answers."""
-    arr = _unit_interval(similarity, name)
-    if arr.shape[0] < 2:
-        return None
-    return (arr + arr.T) / 2
+    """W = (S + Sᵀ)/2 (read-only), or None below two answers."""
+
+    def compute() -> npt.NDArray[np.float64] | None:
+        arr = _unit_interval(similarity, name)
+        return None if arr.shape[0] < 2 else (arr + arr.T) / 2
+
+    return _last_symmetric.get(similarity, (), compute)
 
 
 def _normalized_laplacian(weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -143,33 +172,25 @@ def degree_confidence(similarity: object) -> np.ndarray | None:
     return confidence
 
 
-_last_embedding: tuple[tuple[object, ...], np.ndarray | None] | None = None
-
-
 def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | None:
-    """Rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below `threshold`.
+    """Rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below `threshold`
+    (read-only; kept for the next measure of the same set, `_Last`).
 
     The eigenvalue 0 is always kept, so the embedding is never empty. A norm of centred rows does not
     depend on the sign or on the basis eigh picks inside a repeated eigenvalue (all of it is kept or
-    dropped), so the values are well defined. U_Ecc and C_Ecc of a set ask for the same embedding one
-    after the other: the last one is kept, keyed by the matrix's bytes (so a changed matrix is never
-    served a stale one), and handed out read-only."""
-    global _last_embedding
+    dropped), so the values are well defined."""
     _check_threshold(threshold)
-    given = np.asarray(similarity)
-    key = (given.dtype.str, given.shape, given.tobytes(), threshold)
-    last = _last_embedding
-    if last is not None and last[0] == key:
-        return last[1]
-    weights = _symmetric(similarity)
-    if weights is None:
-        return None
-    eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
-    kept = eigenvectors[:, eigenvalues < threshold]
-    centred: np.ndarray = kept - kept.mean(axis=0)
-    centred.flags.writeable = False
-    _last_embedding = (key, centred)
-    return centred
+
+    def compute() -> np.ndarray | None:
+        weights = _symmetric(similarity)
+        if weights is None:
+            return None
+        eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
+        kept = eigenvectors[:, eigenvalues < threshold]
+        centred: np.ndarray = kept - kept.mean(axis=0)
+        return centred
+
+    return _last_embedding.get(similarity, (threshold,), compute)
 
 
 def eccentricity(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD) -> float | None:

@@ -77,6 +77,25 @@ def test_bleu_equals_corpus_bleu(chunk):
         assert np.array_equal(matrix, expected)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(batches, min_size=1, max_size=7), st.integers(1, 3))
+def test_blocks_of_questions_give_the_scores_of_one_pass(chunk, block):
+    """A call scores its questions a block at a time (bounded arrays for `a2c score` of a huge file): any
+    block size gives every question the matrices of one pass over all of them."""
+    import a2c.metrics.overlap as overlap
+
+    whole = (overlap.rouge_n(rouge_tokens(False), 1, chunk), overlap.bleu(bleu_tokens(), chunk))
+    original = overlap.QUESTION_BLOCK
+    overlap.QUESTION_BLOCK = block
+    try:
+        blocked = (overlap.rouge_n(rouge_tokens(False), 1, chunk), overlap.bleu(bleu_tokens(), chunk))
+    finally:
+        overlap.QUESTION_BLOCK = original
+    for one, other in zip(whole, blocked, strict=True):
+        assert len(one) == len(other) == len(chunk)
+        assert all(np.array_equal(a, b) for a, b in zip(one, other, strict=True))
+
+
 def test_matched_ngrams_clips_counts_by_hand():
     tokens = TokenIds(str.split)
     # a second question after the first: its answer "c a" shares "a" with the first question's references

@@ -12,7 +12,7 @@ with the same float operations; sacrebleu's `BLEU.compute_bleu`), so they equal 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -25,6 +25,7 @@ BLEU_ARGS: dict[str, Any] = {"smooth_method": "exp", "smooth_value": 0.0, "force
                              "tokenize": "intl", "use_effective_order": False}
 BLEU_MAX_ORDER = 4
 LCS_WORD = 64  # reference sentences up to this many tokens take the vectorised LCS (one uint64 per pair)
+QUESTION_BLOCK = 512  # questions per n-gram pass (`_blocks`)
 
 
 class TokenIds:
@@ -175,13 +176,23 @@ def rouge_tokens(use_stemmer: bool) -> TokenIds:
     return TokenIds(rouge_tokenizer(use_stemmer).tokenize)
 
 
+def _blocks(questions: Sequence[Question]) -> Iterator[Sequence[Question]]:
+    """The questions in blocks of `QUESTION_BLOCK`: one n-gram pass per block, so a call with every answer
+    of a 100,000-question run (`a2c score`) holds one block's arrays, not the whole call's."""
+    for start in range(0, len(questions), QUESTION_BLOCK):
+        yield questions[start:start + QUESTION_BLOCK]
+
+
 def rouge_n(tokens: TokenIds, n: int, questions: Sequence[Question]) -> list[np.ndarray]:
     """ROUGE-n F of every answer × reference of each question (one matrix per question), as
     `RougeScorer([f"rouge{n}"]).score(ref, answer)`."""
-    grams = question_ngrams(tokens, questions, n)
-    counts = grams.counts(n)
-    answer, ref = grams.pairs()
-    return grams.split(f_measure(matched_ngrams(grams, n), counts[answer], counts[ref]))
+    out: list[np.ndarray] = []
+    for block in _blocks(questions):
+        grams = question_ngrams(tokens, block, n)
+        counts = grams.counts(n)
+        answer, ref = grams.pairs()
+        out += grams.split(f_measure(matched_ngrams(grams, n), counts[answer], counts[ref]))
+    return out
 
 
 def summary_sentences(text: str) -> list[str]:
@@ -312,3 +323,13 @@ def bleu_scores(stats: np.ndarray) -> np.ndarray:
               for row in matched[first].tolist()]
     scores[stats[:, 2] > 0] = np.asarray(values, dtype=np.float64)[inverse.reshape(-1)]
     return scores
+
+
+def bleu(tokens: TokenIds, questions: Sequence[Question]) -> list[np.ndarray]:
+    """BLEU (0–100) of every answer × reference of each question (one matrix per question), as
+    `corpus_bleu([answer], [[ref]], **BLEU_ARGS)`; each distinct statistics row of a block scored once."""
+    out: list[np.ndarray] = []
+    for block in _blocks(questions):
+        stats, grams = bleu_statistics(tokens, block)
+        out += grams.split(bleu_scores(stats))
+    return out

@@ -158,9 +158,7 @@ def _rouge_l(groups: Sequence[QuestionAnswers], options: RougeOptions) -> list[n
 
 @_register("bleu", "BLEU-A")
 def _bleu(groups: Sequence[QuestionAnswers], options: SimilarityOptions) -> list[np.ndarray]:
-    stats, grams = lexical.bleu_statistics(lexical.bleu_tokens(), [(g.answers, g.refs) for g in groups])
-    # one pass over every group's statistics, so each distinct statistics row is scored once
-    return grams.split(lexical.bleu_scores(stats))
+    return lexical.bleu(lexical.bleu_tokens(), [(g.answers, g.refs) for g in groups])
 
 
 @_register("embedding", "Emb-A (embedding similarity, BLEURT substitute)", ModelSimilarityOptions)

@@ -27,10 +27,10 @@ from a2c.system.faults import environment_fault
 DEFAULT_CACHE_PATH = Path(".a2c-cache") / "cache.sqlite"
 _SQLITE_MAX_VARIABLES = 900  # stay under SQLite's default host-parameter limit in IN (...) lookups
 _BUSY_TIMEOUT_S = 60.0
-# SQLite's page cache per connection, in KiB (its default is 2 MB). Keys are digests, so every insert lands
-# on a random leaf: with the default, a cache of a 100,000-question run (1.4 M entries) re-reads the
-# B-tree's pages from the OS on most inserts (system time); 64 MB keeps its interior pages and more of its
-# leaves (benchmarks/bench_cache_growth.py)
+# SQLite's page cache per connection, in KiB (its default is 2 MB). Keys are digests, so every lookup and
+# insert lands on a random leaf: a 10,000-question run of the paper's protocol leaves ~470,000 entries
+# (130 MB), and with the default most inserts re-read B-tree pages from the OS (system time); 64 MB keeps
+# the interior pages and more of the leaves (benchmarks/bench_cache_growth.py)
 PAGE_CACHE_KIB = 65536
 
 

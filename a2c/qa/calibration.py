@@ -143,7 +143,9 @@ class RunColumns:
                                        hint="run `a2c run CONFIG` to the end, with `selection: [a2c]`")
         if uncertainty is None and store.exists(UNCERTAINTY.name):
             uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY))
-        return cls(store, metrics or MetricColumns.read(store.iter_rows(METRICS)), uncertainty,
+        if metrics is None:  # (not `or`: columns of no rows are falsy)
+            metrics = MetricColumns.read(store.iter_rows(METRICS))
+        return cls(store, metrics, uncertainty,
                    SelectionColumns.read(store.iter_rows(SELECTION_SCORES)))
 
 

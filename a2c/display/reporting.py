@@ -67,8 +67,6 @@ def pyplot() -> Any:
     return plt
 
 
-
-
 # a curve is drawn through at most this many of its points, a scatter from at most this many per group:
 # a 100,000-question run has millions of answers, and a figure 800 pixels wide shows no more
 CURVE_POINTS = 2001

@@ -12,7 +12,7 @@ with the same float operations; sacrebleu's `BLEU.compute_bleu`), so they equal 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -25,7 +25,7 @@ BLEU_ARGS: dict[str, Any] = {"smooth_method": "exp", "smooth_value": 0.0, "force
                              "tokenize": "intl", "use_effective_order": False}
 BLEU_MAX_ORDER = 4
 LCS_WORD = 64  # reference sentences up to this many tokens take the vectorised LCS (one uint64 per pair)
-QUESTION_BLOCK = 512  # questions per n-gram pass (`_blocks`)
+QUESTION_BLOCK = 512  # questions per n-gram pass (`_by_blocks`)
 
 
 class TokenIds:
@@ -176,23 +176,25 @@ def rouge_tokens(use_stemmer: bool) -> TokenIds:
     return TokenIds(rouge_tokenizer(use_stemmer).tokenize)
 
 
-def _blocks(questions: Sequence[Question]) -> Iterator[Sequence[Question]]:
-    """The questions in blocks of `QUESTION_BLOCK`: one n-gram pass per block, so a call with every answer
-    of a 100,000-question run (`a2c score`) holds one block's arrays, not the whole call's."""
-    for start in range(0, len(questions), QUESTION_BLOCK):
-        yield questions[start:start + QUESTION_BLOCK]
+def _by_blocks(questions: Sequence[Question], score: Callable[[Sequence[Question]], list[np.ndarray]]
+               ) -> list[np.ndarray]:
+    """`score` over the questions in blocks of `QUESTION_BLOCK`, one n-gram pass per block, so a call with
+    every answer of a 100,000-question run (`a2c score`) holds one block's arrays, not the whole call's."""
+    return [matrix for start in range(0, len(questions), QUESTION_BLOCK)
+            for matrix in score(questions[start:start + QUESTION_BLOCK])]
 
 
 def rouge_n(tokens: TokenIds, n: int, questions: Sequence[Question]) -> list[np.ndarray]:
     """ROUGE-n F of every answer × reference of each question (one matrix per question), as
     `RougeScorer([f"rouge{n}"]).score(ref, answer)`."""
-    out: list[np.ndarray] = []
-    for block in _blocks(questions):
-        grams = question_ngrams(tokens, block, n)
+
+    def block(part: Sequence[Question]) -> list[np.ndarray]:
+        grams = question_ngrams(tokens, part, n)
         counts = grams.counts(n)
         answer, ref = grams.pairs()
-        out += grams.split(f_measure(matched_ngrams(grams, n), counts[answer], counts[ref]))
-    return out
+        return grams.split(f_measure(matched_ngrams(grams, n), counts[answer], counts[ref]))
+
+    return _by_blocks(questions, block)
 
 
 def summary_sentences(text: str) -> list[str]:
@@ -328,8 +330,9 @@ def bleu_scores(stats: np.ndarray) -> np.ndarray:
 def bleu(tokens: TokenIds, questions: Sequence[Question]) -> list[np.ndarray]:
     """BLEU (0–100) of every answer × reference of each question (one matrix per question), as
     `corpus_bleu([answer], [[ref]], **BLEU_ARGS)`; each distinct statistics row of a block scored once."""
-    out: list[np.ndarray] = []
-    for block in _blocks(questions):
-        stats, grams = bleu_statistics(tokens, block)
-        out += grams.split(bleu_scores(stats))
-    return out
+
+    def block(part: Sequence[Question]) -> list[np.ndarray]:
+        stats, grams = bleu_statistics(tokens, part)
+        return grams.split(bleu_scores(stats))
+
+    return _by_blocks(questions, block)

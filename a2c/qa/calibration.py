@@ -97,13 +97,18 @@ def signal_reads(judges: Sequence[str], entropy_judge: str, measures: Sequence[t
     return reads
 
 
+def metric_signals(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str
+                   ) -> dict[str, np.ndarray]:
+    """The set-level signals of metric columns (one value per row, NaN: undefined), as the signal table
+    computes them: the built-in metrics and every registered metric the columns hold."""
+    extra = [c for c in computed_columns(judges) if metrics.has_extra(c.key)]
+    return signal_scores(metrics, judges, entropy_judge, extra)
+
+
 def set_signals(rows: Sequence[MetricRow], uncertainty: Sequence[UncertaintyRow], judges: Sequence[str],
                 entropy_judge: str) -> dict[str, np.ndarray]:
-    """Every set-level signal of the rows (one value per row, NaN: undefined), exactly as the signal table
-    computes them: the built-in metrics, every registered metric the rows hold, the uncertainty measures."""
-    metrics = MetricColumns.read(rows)
-    extra = [c for c in computed_columns(judges) if metrics.has_extra(c.key)]
-    return {**signal_scores(metrics, judges, entropy_judge, extra),
+    """Every set-level signal of the rows: `metric_signals`, then the uncertainty measures."""
+    return {**metric_signals(MetricColumns.read(rows), judges, entropy_judge),
             **uncertainty_scores(UncertaintyColumns.read(uncertainty))}
 
 
@@ -175,10 +180,8 @@ def units_of(run: RunColumns, source: Source, similarity: str, *, judges: Sequen
                                f"source {source!r} (no reference answers, or no rank reply named an option)")
     ids = [qid for qid, _ in labelled]
     rows = np.array([before[qid] for qid in ids], dtype=np.int64)
-    extra = [c for c in computed_columns(judges) if metrics.has_extra(c.key)]
     # every signal is an elementwise orientation of a column, so it is taken whole, then at the units' rows
-    signals = {name: values[rows] for name, values in signal_scores(metrics, judges, entropy_judge,
-                                                                     extra).items()}
+    signals = {name: values[rows] for name, values in metric_signals(metrics, judges, entropy_judge).items()}
     measures: list[tuple[str, str]] = []
     if uncertainty is not None:
         sets = _rows_by_id(uncertainty, uncertainty.where(source, "before"))

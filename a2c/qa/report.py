@@ -237,7 +237,7 @@ def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, np.n
         columns[c.signed_label] = c.metric.as_confidences(metrics.extra(c.key))
     for s in summary.similarities if summary.referenced else []:
         columns[similarity_label(s).split(" ")[0]] = metrics.accuracy(s)
-    return {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+    return columns
 
 
 def _rho(x: np.ndarray, y: np.ndarray) -> float | None:

@@ -220,7 +220,7 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
     task = task_of(config)
     with claim_run_folder(config, Path(run_dir or config.run_dir), force=force) as folder:
         ctx = task.make_context(config, folder, progress=progress)
-        stages = run_stages(ctx, task.stages, log)
+        stages = run_stages(ctx, task.stages, log, freeze_heap=True)
         result = RunResult(folder.path, stages, time.perf_counter() - started, task.read_summary(folder),
                            task, ctx.item_texts())
         folder.write_json(TIMINGS.name, _timings(folder, stages, result.seconds))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from a2c.qa.rows import (
     CHOICES,
@@ -21,7 +25,7 @@ from a2c.qa.rows import (
     ParaphraseRow,
 )
 from a2c.run.runfiles import MatrixSet, RunFileError
-from a2c.run.store import MemoryStore, RunFolder
+from a2c.run.store import MemoryStore, RunFolder, npy_array
 from a2c.scoring import JudgeScores
 
 PARAPHRASE = ParaphraseRow(id="q1", question="Is the sea salty?", paraphrases=[
@@ -104,3 +108,40 @@ def test_a_matrix_file_of_another_shape_is_refused(tmp_path):
     (tmp_path / "matrices_after.npz").write_text("not a zip")
     with pytest.raises(RunFileError, match="not an npz"):
         folder.read_matrices(MATRICES["after"])
+
+
+_DTYPES = st.sampled_from(["<f8", "<f4", ">f8", "|b1", "<i8", "<U3"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=3), _DTYPES, st.booleans(), st.integers(0, 2**32 - 1))
+def test_a_npy_member_reads_back_as_numpy_reads_it(shape, dtype, fortran, seed):
+    """`npy_array` (headers matched, not evaluated) gives what numpy's own reader gives, its fallback too
+    (Fortran order, text dtypes), and an array that can be written to, as numpy's."""
+    values = np.random.default_rng(seed).integers(0, 9, size=shape).astype(dtype)
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asfortranarray(values) if fortran else values)
+    read = npy_array(buffer.getvalue())
+    expected = np.lib.format.read_array(io.BytesIO(buffer.getvalue()))
+    assert (read.dtype, read.shape) == (expected.dtype, expected.shape)
+    assert np.array_equal(read, expected)
+    assert read.flags.writeable
+
+
+def test_an_npz_another_tool_wrote_is_read_and_a_cut_member_is_refused(tmp_path):
+    folder = RunFolder(tmp_path)
+    with (tmp_path / "matrices_before.npz").open("wb") as handle:
+        np.savez_compressed(handle, **{"exact|paraphrase|q1": np.eye(2),
+                                       "exact|temperature|q1": np.ones((1, 1))})
+    back = folder.read_matrices(MATRICES["before"])
+    assert np.array_equal(back[("exact", "paraphrase", "q1")], np.eye(2))
+    with folder.matrix_reader(MATRICES["before"]) as reader:
+        assert np.array_equal(reader[("exact", "temperature", "q1")], np.ones((1, 1)))
+        with pytest.raises(KeyError):
+            reader[("exact", "temperature", "q2")]
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.eye(3))
+    with zipfile.ZipFile(tmp_path / "matrices_before.npz", "w") as archive:
+        archive.writestr("exact|paraphrase|q1.npy", buffer.getvalue()[:-8])  # the last number is missing
+    with pytest.raises(RunFileError, match=r"matrices_before\.npz: not an npz of matrices"):
+        folder.read_matrices(MATRICES["before"])

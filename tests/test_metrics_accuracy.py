@@ -1,9 +1,13 @@
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from a2c.metrics import rouge1_similarity, truthfulqa_scores
+from a2c.metrics import TruthfulQAScores, rouge1_similarity, truthfulqa_scores
 from a2c.metrics.accuracy import _rouge1_scorer
+from a2c.qa.stages import _mean_accuracy
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 
@@ -68,3 +72,20 @@ def test_rouge1_on_a_truthfulqa_row_prefers_its_best_answer():
     # watermelon seeds." sharing "you": P 1/6, R 1/4 → F = 0.2
     assert (wrong_true, wrong_acc) == (pytest.approx(0.2, abs=1e-15), 0.0)
     assert wrong_diff == pytest.approx(0.2 - 1.0, abs=1e-15)
+
+
+_SCORE = st.floats(-100.0, 100.0, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_SCORE, _SCORE, st.sampled_from([0.0, 1.0])), max_size=40))
+def test_a_sets_mean_accuracy_is_each_fields_own_mean_to_the_last_bit(scores):
+    """The metrics stage averages the three fields in one call; each must equal numpy's mean of that
+    field alone (the rows of earlier runs pin those floats)."""
+    mean = _mean_accuracy([TruthfulQAScores(*s) for s in scores])
+    if not scores:
+        assert mean is None
+        return
+    assert mean is not None
+    fields = tuple(float(np.mean([s[k] for s in scores])) for k in range(3))
+    assert (mean.max_true, mean.diff, mean.acc) == fields

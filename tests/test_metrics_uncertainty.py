@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from a2c.judges.presets import build_judge
 from a2c.metrics import (
     UNCERTAINTY_MEASURES,
     degree_confidence,
@@ -21,6 +22,7 @@ from a2c.metrics import (
     nli_weights,
     num_semantic_sets,
 )
+from a2c.qa.measures import set_measures
 
 T = 0.3  # KLE's default heat-kernel time
 
@@ -305,3 +307,22 @@ def test_the_kept_symmetric_matrix_follows_the_matrix_and_cannot_be_changed(n, s
     np.testing.assert_array_equal(_symmetric(s), (s + s.T) / 2)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         degree_uncertainty(np.where(np.eye(n) > 0, 1.0, 3.0))  # a bad matrix is refused, never kept
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 8), st.integers(0, 2**32 - 1))
+def test_set_measures_use_the_decisions_they_are_given_and_make_the_same_ones_themselves(n, seed):
+    """The metrics stage hands `set_measures` the decisions it made for the set's scores: the values are
+    those `set_measures` gets by asking the judges, and the decisions given are the ones used."""
+    judges = {"rouge1": build_judge("rouge1"), "exact": build_judge("exact")}
+    rng = np.random.default_rng(seed)
+    similarity = rng.random((n, n))
+    np.fill_diagonal(similarity, 1.0)
+    same = (rng.random((n, n)) < 0.5).astype(np.float64)
+    np.fill_diagonal(same, 1.0)  # as every judge's matrix
+    matrices = {"rouge1": similarity, "exact": same}
+    decisions = {name: judges[name].equivalent(m) for name, m in matrices.items()}
+    assert set_measures(matrices, judges, decisions) == set_measures(matrices, judges)
+    apart = {name: np.eye(n, dtype=bool) for name in matrices}  # every answer its own set
+    per_set, _ = set_measures(matrices, judges, apart)
+    assert per_set["num_semantic_sets"] == {"rouge1": n, "exact": n}

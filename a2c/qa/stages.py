@@ -396,11 +396,13 @@ def _accuracy(score: TruthfulQAScores | None) -> Accuracy | None:
 
 
 def _mean_accuracy(per_answer: list[TruthfulQAScores]) -> Accuracy | None:
+    """The means of the answers' scores: one row per field, each averaged along its own contiguous row
+    (numpy sums a contiguous row pairwise, as it would the field's list alone: the same floats)."""
     if not per_answer:
         return None
-    return Accuracy(max_true=float(np.mean([a.max_true for a in per_answer])),
-                    diff=float(np.mean([a.diff for a in per_answer])),
-                    acc=float(np.mean([a.acc for a in per_answer])))
+    max_true, diff, acc = np.array([[a.max_true for a in per_answer], [a.diff for a in per_answer],
+                                    [a.acc for a in per_answer]], dtype=np.float64).mean(axis=1).tolist()
+    return Accuracy(max_true=max_true, diff=diff, acc=acc)
 
 
 def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, list[TruthfulQAScores]]:
@@ -432,10 +434,11 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             per_sim = {sim: [scores[sim][(q.id, s, k)] for k in range(len(texts))] for sim in sims} \
                 if referenced else {}
             accurate = [a.acc == 1.0 for a in per_sim[sims[0]]] if referenced else None
-            per_judge, judged = {}, {}
+            per_judge, judged, decisions = {}, {}, {}
+            set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
             for name, judge in judges.items():
-                m = matrices[(name, s, q.id)]
-                equivalent = judge.equivalent(m)
+                m = set_matrices[name]
+                decisions[name] = equivalent = judge.equivalent(m)
                 judged[name] = AnswerSet(texts, m, equivalent)
                 per_judge[name] = judge_scores(m, equivalent, accurate)
             accuracy = {sim: _mean_accuracy(values) for sim, values in per_sim.items()}
@@ -443,8 +446,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
                                   n_accurate=None if accurate is None else sum(accurate),
                                   cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy,
                                   extra=compute_columns(extra, texts, judged)))
-            per_set, per_answer_values = set_measures({name: matrices[(name, s, q.id)] for name in judges},
-                                                      judges)
+            per_set, per_answer_values = set_measures(set_matrices, judges, decisions)
             uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=phase, accurate=accurate,
                                               sets=per_set, answers=per_answer_values))
             if phase == "before":

@@ -78,6 +78,6 @@ def test_run_stages_freezes_only_when_asked(tmp_path, freeze):
 
     stage = Stage("look", reads=(), writes=(RunFile("out.txt"),), config_slice=lambda c: {}, run=look)
     ctx = QAContext(config, MemoryStore(), [], generators=Generators(generator, generator))
-    run_stages(ctx, [stage], freeze_heap=freeze)
+    run_stages(ctx, [stage], **({"around": frozen_heap} if freeze else {}))
     assert (seen[0] > 0) is freeze
     assert gc.get_freeze_count() == 0

@@ -37,6 +37,7 @@ from a2c.run.stage import (
 from a2c.run.store import RunFolder, streamed_name
 from a2c.run.tasks import TASKS, TaskSpec, task_named, task_of
 from a2c.settings.config import RunConfig, dump_config
+from a2c.system.heap import frozen_heap
 
 TIMINGS = RunFile("timings.json")  # wall time and per-stage counts of the last `a2c run`
 
@@ -220,7 +221,7 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
     task = task_of(config)
     with claim_run_folder(config, Path(run_dir or config.run_dir), force=force) as folder:
         ctx = task.make_context(config, folder, progress=progress)
-        stages = run_stages(ctx, task.stages, log, freeze_heap=True)
+        stages = run_stages(ctx, task.stages, log, around=frozen_heap)
         result = RunResult(folder.path, stages, time.perf_counter() - started, task.read_summary(folder),
                            task, ctx.item_texts())
         folder.write_json(TIMINGS.name, _timings(folder, stages, result.seconds))

@@ -15,7 +15,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import islice
 from typing import Any, Generic, TypeVar
@@ -25,7 +25,6 @@ from a2c.llm.progress import bar, status, ticking
 from a2c.run.runfiles import RunFile, RunFileError
 from a2c.run.store import Store
 from a2c.settings.config import RunConfig
-from a2c.system.heap import frozen_heap
 
 T = TypeVar("T")
 C = TypeVar("C", bound=RunConfig)
@@ -242,11 +241,10 @@ def record_marker(ctx: RunContext[Any], stage: Stage[Any], decision: Decision, s
 
 
 def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | None = None, *,
-               freeze_heap: bool = False) -> dict[str, StageStats]:
+               around: Callable[[], AbstractContextManager[object]] = nullcontext) -> dict[str, StageStats]:
     """Run or reuse each stage in order; returns what each did (wall time, model calls, tokens, pairs).
-    `freeze_heap`: each stage runs with what was alive before it left out of the garbage collector's full
-    collections (`a2c.system.heap`): for a whole run, not for a caller that runs a stage per request (one
-    full collection each time)."""
+    Each stage that runs runs inside `around()`: a whole run freezes the heap there
+    (`a2c.system.heap.frozen_heap`), a caller that runs a stage per request does not."""
     results: dict[str, StageStats] = {}
     for stage in stages:
         if not stage.enabled(ctx.config):
@@ -264,6 +262,6 @@ def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | 
         if decision.reuse:
             results[stage.name] = StageStats(skipped=True, why=decision.why)
             continue
-        with frozen_heap() if freeze_heap else nullcontext():
+        with around():
             results[stage.name] = run_stage(ctx, stage, decision)
     return results

@@ -75,17 +75,18 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
     texts = [g.answer(settings.variation.answer_field) for g in choice.generations if g.source == source]
     matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64)
                 for name, sets in choice.judged.items()}
-    # the registered metrics as the metrics stage computes them, so a calibration may rank by any of them
-    # (a judge's equivalences are decided only for the metrics that read them: none are registered by default)
+    # each judge's decisions, made once for the registered metrics and the equivalence measures, as the
+    # metrics stage makes them, so a calibration may rank by any of them
+    decisions = {name: judges[name].equivalent(m) for name, m in matrices.items()}
     columns = computed_columns(list(matrices))
-    judged = {c.judge: AnswerSet(texts, matrices[c.judge], judges[c.judge].equivalent(matrices[c.judge]))
+    judged = {c.judge: AnswerSet(texts, matrices[c.judge], decisions[c.judge])
               for c in columns if c.judge is not None}
     extra = compute_columns(columns, texts, judged)
     row = MetricRow(id="q", source=source, phase="before", n=len(texts), n_accurate=None,
                     cons_lex=cons_lex(texts), judges={name: sets[source].scores
                                                       for name, sets in choice.judged.items()}, accuracy={},
                     extra=extra)
-    per_set, _ = set_measures(matrices, {name: judges[name] for name in matrices})
+    per_set, _ = set_measures(matrices, {name: judges[name] for name in matrices}, decisions)
     uncertainty = UncertaintyRow(id="q", source=source, phase="before", accurate=None, sets=per_set,
                                  answers={})
     values = set_signals([row], [uncertainty], list(choice.judged), settings.entropy_judge_name)

@@ -216,7 +216,7 @@ def npy_array(data: bytes) -> np.ndarray:
             dtype = np.dtype(header[1].decode("ascii"))
             count = math.prod(shape)
             if len(data) - end == count * dtype.itemsize:
-                return np.frombuffer(bytearray(data[end:]), dtype, count).reshape(shape)
+                return np.frombuffer(data, dtype, count, offset=end).reshape(shape).copy()  # writable
     return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
 
 

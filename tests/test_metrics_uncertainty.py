@@ -22,7 +22,8 @@ from a2c.metrics import (
     nli_weights,
     num_semantic_sets,
 )
-from a2c.qa.measures import set_measures
+from a2c.metrics.uncertainty import MatrixStack
+from a2c.qa.measures import chunk_measures, set_measures
 
 T = 0.3  # KLE's default heat-kernel time
 
@@ -272,8 +273,8 @@ def test_registry_declares_statistic_kind_and_orientation():
 
 
 def test_the_kept_embedding_follows_the_matrix_not_the_object():
-    """U_Ecc and C_Ecc share the last set's eigendecomposition: a matrix changed in place between calls, or
-    another threshold, gets its own, and the values equal those of a fresh copy."""
+    """A matrix changed in place between calls, or another threshold, gets its own values (nothing is kept
+    from one call to the next that could go stale), equal to those of a fresh copy."""
     rng = np.random.default_rng(3)
     s = rng.random((6, 6))
     np.fill_diagonal(s, 1.0)
@@ -286,27 +287,85 @@ def test_the_kept_embedding_follows_the_matrix_not_the_object():
         eccentricity_confidence(np.full((3, 3), 2.0))
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(2, 7), st.integers(0, 2**32 - 1))
-def test_the_kept_symmetric_matrix_follows_the_matrix_and_cannot_be_changed(n, seed):
-    """Every similarity measure of a set symmetrises the same matrix: the last one is kept, so a measure
-    must see a changed matrix's own values, and no caller can write into the kept one."""
-    from a2c.metrics.uncertainty import _symmetric
-
+@st.composite
+def answer_sets(draw) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """One set as the metrics stage holds it: a rouge1-like similarity matrix, an exact-like 0/1 one, of
+    0 to 9 answers (sizes repeat across sets, so stacks hold several)."""
+    n = draw(st.integers(0, 9))
+    seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    s = rng.random((n, n))
-    np.fill_diagonal(s, 1.0)
-    before = degree_uncertainty(s)
-    kept = _symmetric(s)
-    assert kept is _symmetric(s.copy())  # the same bytes: served the kept matrix
-    with pytest.raises(ValueError):
-        kept[0, 0] = 0.5
-    s[0, 1] = s[1, 0] = 0.0 if s[0, 1] > 0.5 else 1.0  # changed in place, the object is the same
-    assert degree_uncertainty(s) != before
-    assert degree_uncertainty(s) == degree_uncertainty(s.copy())
-    np.testing.assert_array_equal(_symmetric(s), (s + s.T) / 2)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        degree_uncertainty(np.where(np.eye(n) > 0, 1.0, 3.0))  # a bad matrix is refused, never kept
+    similarity = np.round(rng.random((n, n)), draw(st.sampled_from([1, 2, 17])))
+    np.fill_diagonal(similarity, 1.0)
+    same = (rng.random((n, n)) < draw(st.sampled_from([0.1, 0.5, 0.9]))).astype(np.float64)
+    np.fill_diagonal(same, 1.0)
+    return {"rouge1": similarity, "exact": same}, {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(answer_sets(), min_size=1, max_size=12))
+def test_a_chunk_of_sets_measures_each_set_to_the_bit_as_it_alone_would(sets):
+    """The metrics stage measures a chunk's sets in stacks of one size: every value equals, bit for bit,
+    what each measure's own per-matrix function gives the set alone, so a set's results do not depend
+    on what it was stacked with (and a run's pinned results stand)."""
+    judges = {"rouge1": build_judge("rouge1"), "exact": build_judge("exact")}
+    given_sets = [(matrices, {name: judges[name].equivalent(m) for name, m in matrices.items()})
+                  for matrices, _ in sets]
+    together = chunk_measures(given_sets, judges)
+    for (matrices, decisions), (per_set, per_answer) in zip(given_sets, together, strict=True):
+        assert (per_set, per_answer) == set_measures(matrices, judges, decisions)
+        for name, measure in UNCERTAINTY_MEASURES.items():
+            if measure.statistic == "nli":
+                assert name not in per_set
+                continue
+            for judge in matrices:
+                statistic = decisions[judge] if measure.statistic == "equivalence" else matrices[judge]
+                alone = measure.function(statistic)
+                got = (per_answer if measure.per_answer else per_set)[name][judge]
+                if alone is None:
+                    assert got is None
+                elif measure.per_answer:
+                    assert got == [float(v) for v in alone]  # exact equality: the same bits
+                else:
+                    assert got == float(alone)
+
+
+def test_a_stack_computes_each_decomposition_once_for_all_its_measures(monkeypatch):
+    """U_EigV, U_Ecc and C_Ecc of a stack read its eigendecompositions, made once for the whole stack, and
+    give each matrix what the per-matrix formulas give it alone, to the bit; a bad matrix anywhere in a
+    stack is refused with the matrix's name."""
+    calls = {"eigh": 0, "eigvalsh": 0}
+    for name in calls:
+        original = getattr(np.linalg, name)
+
+        def counted(a, _original=original, _name=name):
+            calls[_name] += 1
+            return _original(a)
+
+        monkeypatch.setattr(np.linalg, name, counted)
+    rng = np.random.default_rng(5)
+    similarity = rng.random((6, 9, 9))
+    stack = MatrixStack(similarity, "similarity matrix")
+    got = {measure: UNCERTAINTY_MEASURES.get(measure).over(stack) for measure in
+           ("eigval_laplacian", "degree_uncertainty", "eccentricity", "eccentricity_confidence")}
+    assert calls == {"eigh": 1, "eigvalsh": 1}
+    for k, s in enumerate(similarity):  # the formulas matrix by matrix, as a per-set implementation has them
+        w = (s + s.T) / 2
+        scale = 1.0 / np.sqrt(w.sum(axis=1))
+        laplacian = np.eye(9) - scale[:, None] * w * scale[None, :]
+        eigv = float(np.clip(1.0 - np.linalg.eigvalsh(laplacian), 0.0, None).sum())
+        assert got["eigval_laplacian"][k] == eigv
+        assert got["degree_uncertainty"][k] == float((81 - w.sum()) / 81)
+        values, vectors = np.linalg.eigh(laplacian)
+        kept = vectors[:, values < 0.9]
+        centred = kept - kept.mean(axis=0)
+        assert got["eccentricity"][k] == float(np.linalg.norm(centred))
+        np.testing.assert_array_equal(got["eccentricity_confidence"][k], -np.linalg.norm(centred, axis=1))
+    bad = rng.random((3, 4, 4))
+    bad[2, 0, 1] = 1.5
+    with pytest.raises(ValueError, match=r"similarity matrix entries must lie in \[0, 1\]"):
+        UNCERTAINTY_MEASURES.get("degree_uncertainty").over(MatrixStack(bad, "similarity matrix"))
+    with pytest.raises(ValueError, match="square"):
+        MatrixStack(np.ones((2, 3, 4)), "similarity matrix")
 
 
 @settings(max_examples=40, deadline=None)

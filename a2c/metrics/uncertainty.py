@@ -27,9 +27,10 @@ answers are undefined and give None, as the other set metrics (`a2c.metrics.cons
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from functools import cached_property
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -49,9 +50,8 @@ def _square(matrix: object, name: str) -> np.ndarray:
     return arr
 
 
-def _unit_interval(matrix: object, name: str) -> npt.NDArray[np.float64]:
-    """A square float matrix with entries in [0, 1] (what every judge returns)."""
-    arr = _square(matrix, name)
+def _numbers(arr: np.ndarray, name: str) -> npt.NDArray[np.float64]:
+    """`arr` (any shape) as floats, refused unless finite numbers in [0, 1] (what every judge returns)."""
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold numbers in [0, 1], got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
@@ -62,58 +62,169 @@ def _unit_interval(matrix: object, name: str) -> npt.NDArray[np.float64]:
     return arr
 
 
-class _Last:
-    """The last value computed from a matrix, keyed by the matrix's bytes (a changed matrix is never served
-    a stale value) and handed out read-only: the measures of one set ask for the same symmetrised matrix
-    (and U_Ecc and C_Ecc for the same embedding) one after the other. Key and value are one tuple, so a
-    thread never reads one's key with another's value."""
-
-    def __init__(self) -> None:
-        self._last: tuple[tuple[object, ...], npt.NDArray[np.float64] | None] | None = None
-
-    def get(self, matrix: object, extra: tuple[object, ...],
-            compute: Callable[[], npt.NDArray[np.float64] | None]) -> npt.NDArray[np.float64] | None:
-        given = np.asarray(matrix)
-        key = (given.dtype.str, given.shape, given.tobytes(), *extra)
-        last = self._last
-        if last is not None and last[0] == key:
-            return last[1]
-        value = compute()
-        if value is not None:
-            value.flags.writeable = False
-        self._last = (key, value)
-        return value
-
-
-_last_symmetric = _Last()
-_last_embedding = _Last()
-
-
-def _symmetric(similarity: object, name: str = "similarity matrix") -> npt.NDArray[np.float64] | None:
-    """W = (S + Sᵀ)/2 (read-only), or None below two answers."""
-
-    def compute() -> npt.NDArray[np.float64] | None:
-        arr = _unit_interval(similarity, name)
-        return None if arr.shape[0] < 2 else (arr + arr.T) / 2
-
-    return _last_symmetric.get(similarity, (), compute)
-
-
-def _normalized_laplacian(weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    degrees = weights.sum(axis=1)
-    if (degrees <= 0).any():
-        j = int(np.argmin(degrees))
-        raise ValueError(f"answer {j} has similarity 0 to every answer, itself included: the normalised "
-                         "Laplacian needs a positive degree (judges put 1 on the diagonal)")
-    scale = 1.0 / np.sqrt(degrees)
-    laplacian: npt.NDArray[np.float64] = np.eye(len(weights)) - scale[:, None] * weights * scale[None, :]
-    return laplacian
+def _unit_interval(matrix: object, name: str) -> npt.NDArray[np.float64]:
+    """A square float matrix with entries in [0, 1]."""
+    return _numbers(_square(matrix, name), name)
 
 
 def _check_threshold(threshold: float) -> None:
     if not (0.0 < threshold <= 2.0):
         raise ValueError(f"threshold must be in (0, 2] (normalised Laplacian eigenvalues lie in [0, 2]), "
                          f"got {threshold}")
+
+
+class MatrixStack:
+    """Same-size matrices of many sets, stacked k×n×n, with what the measures read computed once for the
+    whole stack and shared: the symmetrised weights, the normalised Laplacian, its eigenvalues
+    (`eigvalsh`, for U_EigV) and eigenpairs (`eigh`, for U_Ecc and C_Ecc), the both-ways decisions.
+
+    Why stacks: numpy's linalg calls cost tens of microseconds each whatever the size, and a run asks for
+    millions of small ones. Each stacked operation is the per-matrix one applied matrix by matrix (sums
+    along the same contiguous axis, LAPACK's routine per matrix), so a set's values do not depend on what
+    it is stacked with; a one-matrix stack is how the per-set functions below compute theirs."""
+
+    def __init__(self, matrices: np.ndarray, name: str) -> None:
+        if matrices.ndim != 3 or matrices.shape[1] != matrices.shape[2]:
+            raise ValueError(f"{name} must be a square n×n matrix, got shape {matrices.shape[1:]}")
+        self.matrices = matrices
+        self.name = name
+        self.size = matrices.shape[1]
+        self._embeddings: dict[float, list[np.ndarray]] = {}
+
+    def undefined(self) -> list[None]:
+        """What a measure gives every set of a stack of fewer than two answers: nothing to compare."""
+        return [None] * len(self.matrices)
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the sets have two answers or more (the similarity measures are defined), asked after the
+        matrices are validated as similarities: a bad one-answer matrix is refused, not called undefined."""
+        return bool(self.weights is not None and self.size >= 2)
+
+    @classmethod
+    def of(cls, matrix: object, name: str) -> MatrixStack:
+        """The stack of one matrix."""
+        return cls(_square(matrix, name)[None], name)
+
+    @cached_property
+    def weights(self) -> npt.NDArray[np.float64]:
+        """W = (S + Sᵀ)/2 of every matrix, validated as similarities in [0, 1]."""
+        arr = _numbers(self.matrices, self.name)
+        weights: npt.NDArray[np.float64] = (arr + arr.transpose(0, 2, 1)) / 2
+        return weights
+
+    @cached_property
+    def degrees(self) -> npt.NDArray[np.float64]:
+        degrees: npt.NDArray[np.float64] = self.weights.sum(axis=2)
+        return degrees
+
+    @cached_property
+    def laplacian(self) -> npt.NDArray[np.float64]:
+        """I − D^{-1/2} W D^{-1/2} of every matrix; a ValueError names an answer with no similarity at all."""
+        degrees = self.degrees
+        if (degrees <= 0).any():
+            j = int(np.argmin(degrees.min(axis=0)))
+            raise ValueError(f"answer {j} has similarity 0 to every answer, itself included: the normalised "
+                             "Laplacian needs a positive degree (judges put 1 on the diagonal)")
+        scale = 1.0 / np.sqrt(degrees)
+        laplacian: npt.NDArray[np.float64] = \
+            np.eye(self.size) - scale[:, :, None] * self.weights * scale[:, None, :]
+        return laplacian
+
+    @cached_property
+    def eigenvalues(self) -> npt.NDArray[np.float64]:
+        return cast(npt.NDArray[np.float64], np.linalg.eigvalsh(self.laplacian))
+
+    @cached_property
+    def eigenpairs(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        values, vectors = np.linalg.eigh(self.laplacian)
+        return values, vectors
+
+    def centred_embeddings(self, threshold: float) -> list[np.ndarray]:
+        """Per matrix, the rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below
+        `threshold`.
+
+        The eigenvalue 0 is always kept, so an embedding is never empty. A norm of centred rows does not
+        depend on the sign or on the basis eigh picks inside a repeated eigenvalue (all of it is kept or
+        dropped), so the values are well defined."""
+        if threshold not in self._embeddings:
+            values, vectors = self.eigenpairs
+            embeddings = []
+            for below, vector in zip(values < threshold, vectors, strict=True):
+                kept = vector[:, below]
+                embeddings.append(kept - kept.mean(axis=0))
+            self._embeddings[threshold] = embeddings
+        return self._embeddings[threshold]
+
+    @cached_property
+    def equivalence(self) -> npt.NDArray[np.bool_]:
+        """The matrices as both-ways decisions: boolean, or numbers that are all 0 or 1."""
+        arr = self.matrices
+        if arr.dtype != np.bool_:
+            if not np.issubdtype(arr.dtype, np.number) or not np.isin(arr, (0, 1)).all():
+                raise ValueError("equivalence matrix must be boolean (or 0/1)")
+            arr = arr.astype(bool)
+        return arr
+
+
+def num_semantic_sets_of(stack: MatrixStack) -> Sequence[int | None]:
+    """U_NumSet of every matrix of a stack of both-ways decisions (`num_semantic_sets`)."""
+    arr = stack.equivalence
+    n = stack.size
+    if n < 2:
+        return stack.undefined()
+    reach = (arr & arr.transpose(0, 2, 1)) | np.eye(n, dtype=bool)
+    while True:
+        step = reach.astype(np.float64)
+        grown = step @ step > 0
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    # each component counted once, at its lowest-numbered answer (the first True of its rows)
+    counts: list[int] = np.count_nonzero(reach.argmax(axis=2) == np.arange(n), axis=1).tolist()
+    return counts
+
+
+def eigval_laplacian_of(stack: MatrixStack) -> Sequence[float | None]:
+    """U_EigV of every matrix of a stack (`eigval_laplacian`)."""
+    if not stack.comparable:
+        return stack.undefined()
+    values: list[float] = np.clip(1.0 - stack.eigenvalues, 0.0, None).sum(axis=1).tolist()
+    return values
+
+
+def degree_uncertainty_of(stack: MatrixStack) -> Sequence[float | None]:
+    """U_Deg of every matrix of a stack (`degree_uncertainty`), each matrix summed as one flat row."""
+    if not stack.comparable:
+        return stack.undefined()
+    n = stack.size
+    totals = stack.weights.reshape(len(stack.weights), n * n).sum(axis=1)
+    values: list[float] = ((n * n - totals) / (n * n)).tolist()
+    return values
+
+
+def degree_confidence_of(stack: MatrixStack) -> Sequence[np.ndarray | None]:
+    """C_Deg of every matrix of a stack (`degree_confidence`)."""
+    if not stack.comparable:
+        return stack.undefined()
+    return list(stack.degrees / stack.size)
+
+
+def eccentricity_of(stack: MatrixStack, threshold: float = ECCENTRICITY_THRESHOLD) -> Sequence[float | None]:
+    """U_Ecc of every matrix of a stack (`eccentricity`)."""
+    _check_threshold(threshold)
+    if not stack.comparable:
+        return stack.undefined()
+    return [float(np.linalg.norm(centred)) for centred in stack.centred_embeddings(threshold)]
+
+
+def eccentricity_confidence_of(stack: MatrixStack, threshold: float = ECCENTRICITY_THRESHOLD
+                               ) -> Sequence[np.ndarray | None]:
+    """C_Ecc of every matrix of a stack (`eccentricity_confidence`)."""
+    _check_threshold(threshold)
+    if not stack.comparable:
+        return stack.undefined()
+    return [-np.linalg.norm(centred, axis=1) for centred in stack.centred_embeddings(threshold)]
 
 
 def num_semantic_sets(equivalent: object) -> int | None:
@@ -125,86 +236,35 @@ def num_semantic_sets(equivalent: object) -> int | None:
     (log2 n products) instead of calling scipy's `connected_components`, whose input validation costs a
     millisecond per set, more than the metrics stage's whole budget per question.
     """
-    arr = _square(equivalent, "equivalence matrix")
-    if arr.dtype != np.bool_:
-        if not np.issubdtype(arr.dtype, np.number) or not np.isin(arr, (0, 1)).all():
-            raise ValueError("equivalence matrix must be boolean (or 0/1)")
-        arr = arr.astype(bool)
-    n = arr.shape[0]
-    if n < 2:
-        return None
-    reach = (arr & arr.T) | np.eye(n, dtype=bool)
-    while True:
-        step = reach.astype(np.float64)
-        grown = step @ step > 0
-        if np.array_equal(grown, reach):
-            break
-        reach = grown
-    # each component counted once, at its lowest-numbered answer (the first True of its rows)
-    return int(np.count_nonzero(reach.argmax(axis=1) == np.arange(n)))
+    return num_semantic_sets_of(MatrixStack.of(equivalent, "equivalence matrix"))[0]
 
 
 def eigval_laplacian(similarity: object) -> float | None:
     """U_EigV = Σ_k max(0, 1 − λ_k) over the normalised Laplacian's eigenvalues (1 = one meaning, n = all
     different); the clip at 0 is the paper's and LM-Polygraph's."""
-    weights = _symmetric(similarity)
-    if weights is None:
-        return None
-    eigenvalues = np.linalg.eigvalsh(_normalized_laplacian(weights))
-    return float(np.clip(1.0 - eigenvalues, 0.0, None).sum())
+    return eigval_laplacian_of(MatrixStack.of(similarity, "similarity matrix"))[0]
 
 
 def degree_uncertainty(similarity: object) -> float | None:
     """U_Deg = trace(nI − D)/n² = 1 − mean degree/n: 0 when all answers agree fully, (n−1)/n when none do."""
-    weights = _symmetric(similarity)
-    if weights is None:
-        return None
-    n = len(weights)
-    return float((n * n - weights.sum()) / (n * n))
+    return degree_uncertainty_of(MatrixStack.of(similarity, "similarity matrix"))[0]
 
 
 def degree_confidence(similarity: object) -> np.ndarray | None:
     """C_Deg(j) = D_jj/n per answer: its mean similarity to all n answers, itself included."""
-    weights = _symmetric(similarity)
-    if weights is None:
-        return None
-    confidence: np.ndarray = weights.sum(axis=1) / len(weights)
-    return confidence
-
-
-def _centred_embedding(similarity: object, threshold: float) -> np.ndarray | None:
-    """Rows v_j − v̄, v_j the answer's entries in the eigenvectors of eigenvalues below `threshold`
-    (read-only; kept for the next measure of the same set, `_Last`).
-
-    The eigenvalue 0 is always kept, so the embedding is never empty. A norm of centred rows does not
-    depend on the sign or on the basis eigh picks inside a repeated eigenvalue (all of it is kept or
-    dropped), so the values are well defined."""
-    _check_threshold(threshold)
-
-    def compute() -> np.ndarray | None:
-        weights = _symmetric(similarity)
-        if weights is None:
-            return None
-        eigenvalues, eigenvectors = np.linalg.eigh(_normalized_laplacian(weights))
-        kept = eigenvectors[:, eigenvalues < threshold]
-        centred: np.ndarray = kept - kept.mean(axis=0)
-        return centred
-
-    return _last_embedding.get(similarity, (threshold,), compute)
+    return degree_confidence_of(MatrixStack.of(similarity, "similarity matrix"))[0]
 
 
 def eccentricity(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD) -> float | None:
     """U_Ecc: Frobenius norm of the centred eigenvector embedding (0 = all answers at one point; at most
     √(n−1), reached when no two answers are similar)."""
-    centred = _centred_embedding(similarity, threshold)
-    return None if centred is None else float(np.linalg.norm(centred))
+    return eccentricity_of(MatrixStack.of(similarity, "similarity matrix"), threshold)[0]
 
 
 def eccentricity_confidence(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD
                             ) -> np.ndarray | None:
     """C_Ecc(j) = −‖v_j − v̄‖ per answer: answers near the centre of the embedding are more confident."""
-    centred = _centred_embedding(similarity, threshold)
-    return None if centred is None else -np.linalg.norm(centred, axis=1)
+    return eccentricity_confidence_of(MatrixStack.of(similarity, "similarity matrix"), threshold)[0]
 
 
 def nli_weights(entail: object, contra: object) -> np.ndarray:
@@ -234,10 +294,10 @@ def kernel_language_entropy(weights: object, t: float = KLE_TIME) -> float | Non
     """
     if not (math.isfinite(t) and t > 0):
         raise ValueError(f"t must be a positive number, got {t}")
-    graph = _symmetric(weights, "weight matrix")
-    if graph is None:
+    stack = MatrixStack.of(weights, "weight matrix")
+    if not stack.comparable:
         return None
-    n = len(graph)
+    graph, n = stack.weights[0], stack.size
     eigenvalues, eigenvectors = np.linalg.eigh(np.diag(graph.sum(axis=1)) - graph)
     kernel = (eigenvectors * np.exp(-t * eigenvalues)) @ eigenvectors.T
     scale = 1.0 / np.sqrt(np.diag(kernel))  # a heat kernel is positive definite: its diagonal is > 0
@@ -258,13 +318,21 @@ class Measure:
     `statistic` is what to feed `function`: "similarity" a judge's n×n agreement matrix, "equivalence" the
     judge's boolean both-ways decisions (`Judge.equivalent`), "nli" the weight graph
     `nli_weights(entail, contra)` of the `entail` and `contra` judges. `per_answer` measures return one
-    value per answer (an array), the others one per set."""
+    value per answer (an array), the others one per set. `stacked`, where given, computes the measure of
+    every matrix of a `MatrixStack` at once, to the same bits as `function` matrix by matrix."""
 
     function: Callable[[np.ndarray], float | int | np.ndarray | None]
     kind: Kind
     statistic: Statistic
     label: str  # what tables call it: the paper's symbol
     per_answer: bool = False
+    stacked: Callable[[MatrixStack], Sequence[float | int | np.ndarray | None]] | None = None
+
+    def over(self, stack: MatrixStack) -> Sequence[float | int | np.ndarray | None]:
+        """The measure of every matrix of a stack: in one pass where it has one, else matrix by matrix."""
+        if self.stacked is not None:
+            return self.stacked(stack)
+        return [self.function(matrix) for matrix in stack.matrices]
 
     def as_confidence(self, value: float | np.ndarray | None) -> float | np.ndarray | None:
         """The value oriented so that higher = more confident (uncertainties are negated)."""
@@ -276,13 +344,17 @@ class Measure:
 UNCERTAINTY_MEASURES: Registry[Measure] = Registry("uncertainty measure", base=Measure)
 # in the order a run's uncertainty rows list them (`Registry.items(as_registered=True)`)
 for _name, _measure in (
-    ("num_semantic_sets", Measure(num_semantic_sets, "uncertainty", "equivalence", "U_NumSet")),
-    ("eigval_laplacian", Measure(eigval_laplacian, "uncertainty", "similarity", "U_EigV")),
-    ("degree_uncertainty", Measure(degree_uncertainty, "uncertainty", "similarity", "U_Deg")),
-    ("eccentricity", Measure(eccentricity, "uncertainty", "similarity", "U_Ecc")),
-    ("degree_confidence", Measure(degree_confidence, "confidence", "similarity", "C_Deg", per_answer=True)),
-    ("eccentricity_confidence",
-     Measure(eccentricity_confidence, "confidence", "similarity", "C_Ecc", per_answer=True)),
+    ("num_semantic_sets",
+     Measure(num_semantic_sets, "uncertainty", "equivalence", "U_NumSet", stacked=num_semantic_sets_of)),
+    ("eigval_laplacian",
+     Measure(eigval_laplacian, "uncertainty", "similarity", "U_EigV", stacked=eigval_laplacian_of)),
+    ("degree_uncertainty",
+     Measure(degree_uncertainty, "uncertainty", "similarity", "U_Deg", stacked=degree_uncertainty_of)),
+    ("eccentricity", Measure(eccentricity, "uncertainty", "similarity", "U_Ecc", stacked=eccentricity_of)),
+    ("degree_confidence", Measure(degree_confidence, "confidence", "similarity", "C_Deg", per_answer=True,
+                                  stacked=degree_confidence_of)),
+    ("eccentricity_confidence", Measure(eccentricity_confidence, "confidence", "similarity", "C_Ecc",
+                                        per_answer=True, stacked=eccentricity_confidence_of)),
     ("kernel_language_entropy", Measure(kernel_language_entropy, "uncertainty", "nli", "KLE")),
 ):
     UNCERTAINTY_MEASURES.register(_name)(_measure)

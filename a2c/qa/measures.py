@@ -9,12 +9,13 @@ NLI graph needs the `entail` and `contra` judges together and is keyed `entail+c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from a2c.judges import Judge
-from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, Statistic, nli_weights
+from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, MatrixStack, Statistic, nli_weights
 
 NLI_PAIR = ("entail", "contra")
 NLI_GRAPH = "+".join(NLI_PAIR)
@@ -45,21 +46,56 @@ def measure_label(measure: str) -> str:
     return UNCERTAINTY_MEASURES.get(measure).label if measure in UNCERTAINTY_MEASURES else measure
 
 
+PerSet = dict[str, dict[str, float | None]]  # measure → judge (or graph) → value
+PerAnswer = dict[str, dict[str, list[float] | None]]
+Where = tuple[int, str]  # (set, judge or graph key)
+Stacks = list[tuple[list[Where], MatrixStack]]  # stacks, each with where its matrices come from
+_STACK_NAMES: Mapping[Statistic, str] = {
+    "similarity": "similarity matrix", "equivalence": "equivalence matrix", "nli": "weight matrix"}
+
+
+def _stacks(statistic: Statistic, inputs: list[tuple[int, str, np.ndarray]]) -> Stacks:
+    """The inputs grouped into stacks of one shape and dtype, each with the (set, key) of its matrices."""
+    groups: dict[tuple[tuple[int, ...], str], list[int]] = {}
+    for j, (_, _, matrix) in enumerate(inputs):
+        groups.setdefault((matrix.shape, matrix.dtype.str), []).append(j)
+    return [([(inputs[j][0], inputs[j][1]) for j in members],
+             MatrixStack(np.stack([inputs[j][2] for j in members]), _STACK_NAMES[statistic]))
+            for members in groups.values()]
+
+
+def chunk_measures(sets: Sequence[tuple[Matrices, Matrices]], judges: Mapping[str, Judge]
+                   ) -> list[tuple[PerSet, PerAnswer]]:
+    """(per-set values, per-answer values) of each set, given as (its judges' matrices, their decisions
+    (`Judge.equivalent`)); None below two answers. Every measure runs over stacks of the sets' same-size
+    matrices (`MatrixStack`), and a statistic's stacks are made once for all the measures that read them:
+    the values are those of each set on its own, at a fraction of the calls."""
+    per_set: list[dict[str, dict[str, Any]]] = [{} for _ in sets]
+    per_answer: list[dict[str, dict[str, Any]]] = [{} for _ in sets]
+    stacked: dict[Statistic, tuple[list[Where], Stacks]] = {}
+    for name, measure in UNCERTAINTY_MEASURES.items(as_registered=True):  # the order the rows keep
+        if measure.statistic not in stacked:
+            inputs = [(i, key, np.asarray(statistic)) for i, (matrices, equivalent) in enumerate(sets)
+                      for key, statistic in STATISTICS[measure.statistic](matrices, judges, equivalent)]
+            keys = [(i, key) for i, key, _ in inputs]
+            stacked[measure.statistic] = keys, _stacks(measure.statistic, inputs)
+        keys, stacks = stacked[measure.statistic]
+        columns = [row.setdefault(name, {}) for row in (per_answer if measure.per_answer else per_set)]
+        for i, key in keys:  # each set's keys in the order given, whatever stack they fall in
+            columns[i][key] = None
+        for positions, stack in stacks:
+            for (i, key), value in zip(positions, measure.over(stack), strict=True):
+                columns[i][key] = None if value is None else \
+                    [float(v) for v in np.asarray(value)] if measure.per_answer else float(value)
+    # a measure none of a set's matrices feeds (KLE without NLI judges) is left out of its rows
+    return [({m: v for m, v in ps.items() if v}, {m: v for m, v in pa.items() if v})
+            for ps, pa in zip(per_set, per_answer, strict=True)]
+
+
 def set_measures(matrices: Matrices, judges: Mapping[str, Judge], equivalent: Matrices | None = None
-                 ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, list[float] | None]]]:
-    """(per-set values, per-answer values), each measure → judge (or graph) → value; None below two
-    answers. `equivalent`: each judge's decisions on the set (`Judge.equivalent`) where the caller has
-    made them already (the metrics stage, for the set's scores), so they are not made twice."""
+                 ) -> tuple[PerSet, PerAnswer]:
+    """`chunk_measures` of one set; `equivalent`: its judges' decisions where the caller has made them
+    already (they are made here otherwise)."""
     if equivalent is None:
         equivalent = {name: judges[name].equivalent(m) for name, m in matrices.items()}
-    per_set: dict[str, dict[str, float | None]] = {}
-    per_answer: dict[str, dict[str, list[float] | None]] = {}
-    for name, measure in UNCERTAINTY_MEASURES.items(as_registered=True):  # the order the rows keep
-        for key, statistic in STATISTICS[measure.statistic](matrices, judges, equivalent):
-            value = measure.function(statistic)
-            if measure.per_answer:
-                per_answer.setdefault(name, {})[key] = None if value is None else \
-                    [float(v) for v in np.asarray(value)]
-            else:
-                per_set.setdefault(name, {})[key] = None if value is None else float(value)
-    return per_set, per_answer
+    return chunk_measures([(matrices, equivalent)], judges)[0]

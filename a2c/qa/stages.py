@@ -28,7 +28,7 @@ from a2c.prompting.paraphrase import paraphrase_questions
 from a2c.prompting.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
-from a2c.qa.measures import set_measures
+from a2c.qa.measures import chunk_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import ask_to_choose
 from a2c.qa.report import REPORT_FILES, write_report
@@ -426,7 +426,11 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             for s in SOURCES for k in range(len(sets[q.id][s]))]
     found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat], [ctx.records[qid] for qid, _, _ in flat])
     scores = {name: dict(zip(flat, values, strict=True)) for name, values in found.items()}
-    rows, uncertainty = [], []
+    rows: list[MetricRow] = []
+    # the uncertainty measures are computed for the whole chunk at once (`chunk_measures`): each set's
+    # matrices and decisions, and what its row is labelled with
+    measured: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+    labels: list[tuple[str, str, list[bool] | None]] = []
     for q in chunk:
         referenced = ctx.records[q.id].has_references
         for s in SOURCES:
@@ -434,23 +438,23 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             per_sim = {sim: [scores[sim][(q.id, s, k)] for k in range(len(texts))] for sim in sims} \
                 if referenced else {}
             accurate = [a.acc == 1.0 for a in per_sim[sims[0]]] if referenced else None
-            per_judge, judged, decisions = {}, {}, {}
             set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
-            for name, judge in judges.items():
-                m = set_matrices[name]
-                decisions[name] = equivalent = judge.equivalent(m)
-                judged[name] = AnswerSet(texts, m, equivalent)
-                per_judge[name] = judge_scores(m, equivalent, accurate)
+            decisions = {name: judge.equivalent(set_matrices[name]) for name, judge in judges.items()}
+            judged = {name: AnswerSet(texts, set_matrices[name], decisions[name]) for name in judges}
+            per_judge = {name: judge_scores(set_matrices[name], decisions[name], accurate) for name in judges}
             accuracy = {sim: _mean_accuracy(values) for sim, values in per_sim.items()}
             rows.append(MetricRow(id=q.id, source=s, phase=phase, n=len(texts),
                                   n_accurate=None if accurate is None else sum(accurate),
                                   cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy,
                                   extra=compute_columns(extra, texts, judged)))
-            per_set, per_answer_values = set_measures(set_matrices, judges, decisions)
-            uncertainty.append(UncertaintyRow(id=q.id, source=s, phase=phase, accurate=accurate,
-                                              sets=per_set, answers=per_answer_values))
+            measured.append((set_matrices, decisions))
+            labels.append((q.id, s, accurate))
             if phase == "before":
                 random_picks.put(q.id, s, bool(texts), per_sim)
+    measures = chunk_measures(measured, judges)
+    uncertainty = [UncertaintyRow(id=qid, source=s, phase=phase, accurate=accurate, sets=per_set,
+                                  answers=per_answer)
+                   for (qid, s, accurate), (per_set, per_answer) in zip(labels, measures, strict=True)]
     return rows, uncertainty
 
 

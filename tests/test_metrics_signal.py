@@ -204,3 +204,29 @@ def test_the_bootstrap_is_the_same_in_passes_of_any_size(monkeypatch):
     resampling._DRAWN.clear()
     assert np.array_equal(whole[0], passes[0], equal_nan=True)
     assert np.array_equal(whole[1], passes[1], equal_nan=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sets, st.integers(0, 2**16), st.booleans())
+def test_each_bootstrap_replicate_is_the_statistic_of_its_resampled_sets(items, seed, clustered):
+    """Replicate r of `bootstrap` equals AUROC and PRR computed afresh on the data resample r draws (each
+    set, or each cluster's sets, repeated as often as drawn): the resample's tie-group totals are the
+    draw counts through one sparse product, and this checks them against the sets themselves."""
+    from a2c.metrics.bootstrap import resample_counts
+
+    g = _groups(items)
+    ids = np.arange(len(items)) // 2 if clustered else None  # two sets per question
+    units = len(items) if ids is None else int(ids.max()) + 1
+    aurocs, prrs = bootstrap(g, replicates=20, seed=seed, clusters=ids)
+    counts = np.concatenate(list(resample_counts(units, 20, seed))).astype(int)
+    for r in range(20):
+        times = counts[r] if ids is None else counts[r][ids]
+        drawn = Groups.of(*(np.repeat(column, times) for column in (g.scores, g.answers, g.accurate)))
+        positives = int(drawn.accurate.sum())
+        if positives == 0 or positives == int(drawn.answers.sum()):
+            assert np.isnan(aurocs[r]) and np.isnan(prrs[r])
+            continue
+        scores, labels = _per_answer(drawn)
+        assert aurocs[r] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+        if len(np.unique(drawn.scores[drawn.answers > 0])) > 1:  # one score for all: PRR 0/0 or 0
+            assert prrs[r] == pytest.approx(prediction_rejection_ratio(drawn), abs=1e-9)

@@ -212,19 +212,23 @@ def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0,
     """AUROC and PRR of `replicates` resamples of the sets (with replacement); NaN where a resample is
     undefined (only internally: callers get intervals over the defined ones). With `clusters` (an id per
     set), whole clusters are resampled: answers scored one by one stay with their question."""
+    from scipy import sparse  # loaded with the first interval, not with the CLI
+
     group, _ = groups.ordered()
     ids = _cluster_ids(clusters, len(groups.scores))
     units = len(groups.scores) if ids is None else int(ids.max(initial=-1)) + 1
+    tied = int(group.max(initial=-1)) + 1
+    # a resample's accurate and all answers per tie group are its draw counts times one sparse matrix:
+    # unit → (group, accurate answers) and (group + tied, answers), summed over the unit's sets. The sums
+    # are of whole numbers, so exact in any order: the same values the per-set gather gave, in one pass
+    unit = np.arange(len(group)) if ids is None else ids
+    weights = sparse.csc_array((np.concatenate([groups.accurate, groups.answers]).astype(np.float64),
+                                (np.concatenate([unit, unit]), np.concatenate([group, group + tied]))),
+                               shape=(units, 2 * tied))
     aurocs, prrs = [], []
-    sets, starts = _group_order(group)
-    # each chunk of resamples is gathered once, straight into tie-group order (and, with clusters, widened
-    # to one column per answer: chunks are sized by that width)
-    columns = sets if ids is None else ids[sets]
-    accurate, answers = groups.accurate[sets], groups.answers[sets]
-    for drawn in resample_counts(units, replicates, seed, width=len(groups.accurate)):
-        counts = drawn[:, columns]
-        pos = np.add.reduceat(counts * accurate, starts, axis=1)
-        total = np.add.reduceat(counts * answers, starts, axis=1)
+    for drawn in resample_counts(units, replicates, seed, width=max(units, 2 * tied)):
+        both = drawn @ weights
+        pos, total = np.ascontiguousarray(both[:, :tied]), np.ascontiguousarray(both[:, tied:])
         defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
         aurocs.append(np.where(defined, _auroc(pos, total - pos), np.nan))
         prrs.append(np.where(defined, _prr(pos, total), np.nan))

@@ -14,8 +14,9 @@ does, so a run measures it per source from its rank replies (`choices.jsonl`) an
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,7 +68,7 @@ class _Tally:
     picks: Counter[int] = field(default_factory=Counter)  # option position → replies that picked it
     shares: list[float] = field(default_factory=list)  # position → summed candidate share there
 
-    def add(self, choice: ChoiceRow, pool: list[str]) -> None:
+    def add(self, choice: ChoiceRow, pool: list[str], normal: Callable[[str], str] = normalize) -> None:
         self.replies += 1
         self.named_option += choice.parsed and not choice.dont_know
         self.named_idk += choice.dont_know
@@ -77,7 +78,7 @@ class _Tally:
         self.positioned += 1
         self.picks[choice.option] += 1
         for k, option in enumerate(choice.options):
-            share = pool.count(normalize(option)) / len(pool)  # normalised once, not once per candidate
+            share = pool.count(normal(option)) / len(pool)  # normalised once, not once per candidate
             if k < len(self.shares):
                 self.shares[k] += share
             else:
@@ -96,14 +97,17 @@ class _Tally:
 def format_following(choices: Iterable[ChoiceRow], generations: Iterable[GenerationRow],
                      answer_field: AnswerField) -> dict[Source, FormatFollowing]:
     """Format-following per source of the rank replies (empty without A2C), in one pass over each file."""
+    # a question's samples repeat one another and its rank prompts show the same options again and again:
+    # each text is normalised once while it recurs (a bounded memo, so a large run holds no more)
+    normal = lru_cache(maxsize=4096)(normalize)
     candidates: dict[tuple[str, Source], list[str]] = {}
     for g in generations:
-        key = normalize(g.answer(answer_field))
+        key = normal(g.answer(answer_field))
         if key:
             candidates.setdefault((g.id, g.source), []).append(key)
     tallies: dict[Source, _Tally] = {}
     for c in choices:
-        tallies.setdefault(c.source, _Tally()).add(c, candidates.get((c.id, c.source), []))
+        tallies.setdefault(c.source, _Tally()).add(c, candidates.get((c.id, c.source), []), normal)
     return {source: tallies[source].result() for source in SOURCES if source in tallies}
 
 

@@ -135,3 +135,36 @@ def test_mean_defined_skips_and_counts_undefined_items():
     assert mean_defined(iter([0.5])) == (0.5, 0)
     with pytest.raises(ValueError, match="NaN"):
         mean_defined([1.0, math.nan])
+
+
+@st.composite
+def _agreement_sets(draw):
+    """A set as the metrics stage holds it: an n×n agreement matrix (0 to 9 answers) and which answers are
+    accurate (None: a question without references)."""
+    n = draw(st.integers(0, 9))
+    matrix = draw(arrays(np.float64, (n, n), elements=st.floats(0, 1)))
+    np.fill_diagonal(matrix, 1.0)
+    accurate = draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n))
+    return matrix, matrix >= 0.5, accurate
+
+
+@given(st.lists(_agreement_sets(), max_size=12))
+def test_a_chunk_of_sets_gets_each_sets_own_scores_to_the_bit(sets):
+    """Cons_sem of a chunk's sets is computed in stacks of one size: each value is, bit for bit, the
+    formula on that set's matrix alone (sum minus trace over n(n−1)), and so is the accurate answers' one;
+    clusters and entropy are the set's own."""
+    from a2c.metrics.sets import chunk_judge_scores
+
+    def alone(m: np.ndarray) -> float | None:
+        n = len(m)
+        return None if n < 2 else float((m.sum() - np.trace(m)) / (n * (n - 1)))
+
+    for (matrix, equivalent, accurate), got in zip(sets, chunk_judge_scores(sets), strict=True):
+        assert got.cons_sem == alone(matrix)
+        if accurate is None:
+            assert got.cons_sem_accurate is None
+        else:
+            keep = np.flatnonzero(accurate)
+            assert got.cons_sem_accurate == alone(matrix[np.ix_(keep, keep)])
+        clusters = semantic_clusters(equivalent) if len(matrix) else []
+        assert (got.clusters, got.entropy) == (len(set(clusters)), semantic_entropy(clusters))

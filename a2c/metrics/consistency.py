@@ -35,13 +35,29 @@ def _square(matrix: object, name: str) -> np.ndarray:
 
 def cons_sem(matrix: object) -> float | None:
     """Mean off-diagonal entry of an n×n agreement matrix (both directions count); `None` below n = 2."""
-    arr = _square(matrix, "agreement matrix").astype(float)
-    n = arr.shape[0]
-    if n < 2:
-        return None
-    if not np.isfinite(arr).all():
-        raise ValueError("agreement matrix contains NaN or infinite scores")
-    return float((arr.sum() - np.trace(arr)) / (n * (n - 1)))
+    return cons_sem_of([matrix])[0]
+
+
+def cons_sem_of(matrices: Sequence[object]) -> list[float | None]:
+    """`cons_sem` of each matrix, the same-size ones stacked into one pass (a run has millions of small
+    sets, and a numpy call costs more than the sum it makes). Each matrix is summed as its own flat row
+    and its diagonal on its own, so the values are those of one matrix at a time, to the bit."""
+    values: list[float | None] = [None] * len(matrices)
+    sizes: dict[int, list[int]] = {}
+    arrays = [_square(matrix, "agreement matrix") for matrix in matrices]
+    for k, arr in enumerate(arrays):
+        sizes.setdefault(arr.shape[0], []).append(k)
+    for n, members in sizes.items():
+        stack = np.stack([arrays[k] for k in members]).astype(float)
+        if n < 2:
+            continue
+        if not np.isfinite(stack).all():
+            raise ValueError("agreement matrix contains NaN or infinite scores")
+        totals = stack.reshape(len(members), n * n).sum(axis=1)
+        means = (totals - np.trace(stack, axis1=1, axis2=2)) / (n * (n - 1))
+        for k, mean in zip(members, means.tolist(), strict=True):
+            values[k] = mean
+    return values
 
 
 def semantic_clusters(equivalent: object) -> list[int]:

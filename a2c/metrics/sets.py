@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from a2c.metrics.consistency import cons_sem, semantic_clusters, semantic_entropy
+from a2c.metrics.consistency import cons_sem_of, semantic_clusters, semantic_entropy
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,20 @@ def judge_scores(matrix: np.ndarray, equivalent: np.ndarray, accurate: Sequence[
                  ) -> JudgeScores:
     """`equivalent` is the judge's decision matrix (`Judge.equivalent`); `accurate` None: no references,
     so there is no consistency over accurate answers."""
-    keep = np.flatnonzero(np.asarray(accurate if accurate is not None else [], dtype=bool))
-    clusters = semantic_clusters(equivalent) if matrix.shape[0] else []
-    return JudgeScores(
-        cons_sem=cons_sem(matrix),
-        entropy=semantic_entropy(clusters),
-        clusters=len(set(clusters)),
-        cons_sem_accurate=cons_sem(matrix[np.ix_(keep, keep)]) if accurate is not None else None,
-    )
+    return chunk_judge_scores([(matrix, equivalent, accurate)])[0]
+
+
+def chunk_judge_scores(sets: Sequence[tuple[np.ndarray, np.ndarray, Sequence[bool] | None]]
+                       ) -> list[JudgeScores]:
+    """`judge_scores` of many (matrix, decisions, accurate) sets, their Cons_sem computed in stacks of one
+    size (`cons_sem_of`): the values of each set on its own."""
+    referenced = [(matrix, np.flatnonzero(np.asarray(accurate, dtype=bool)))
+                  for matrix, _, accurate in sets if accurate is not None]
+    among = iter(cons_sem_of([matrix[keep][:, keep] for matrix, keep in referenced]))
+    scores = []
+    for (matrix, equivalent, accurate), mean in zip(sets, cons_sem_of([m for m, _, _ in sets]), strict=True):
+        clusters = semantic_clusters(equivalent) if matrix.shape[0] else []
+        scores.append(JudgeScores(cons_sem=mean, entropy=semantic_entropy(clusters),
+                                  clusters=len(set(clusters)),
+                                  cons_sem_accurate=next(among) if accurate is not None else None))
+    return scores

@@ -14,6 +14,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
 from itertools import islice
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,8 +23,9 @@ from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.llm.config import generator_slice
 from a2c.llm.progress import status
-from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy, judge_scores
+from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy
 from a2c.metrics.set_metrics import AnswerSet, computed_metrics
+from a2c.metrics.sets import chunk_judge_scores
 from a2c.prompting.paraphrase import paraphrase_questions
 from a2c.prompting.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
@@ -414,6 +416,18 @@ def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[st
     return scores
 
 
+class _SetFields(NamedTuple):
+    """What a set's rows hold besides its stacked measures, gathered while the chunk's sets are read."""
+
+    id: str
+    source: Source
+    n: int
+    accurate: list[bool] | None
+    cons_lex: float | None
+    accuracy: dict[str, Accuracy | None]
+    extra: dict[str, float | None]
+
+
 def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets, matrices: MatrixSet,
                  random_picks: RandomPicks) -> tuple[list[MetricRow], list[UncertaintyRow]]:
     """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also what a random
@@ -426,11 +440,11 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             for s in SOURCES for k in range(len(sets[q.id][s]))]
     found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat], [ctx.records[qid] for qid, _, _ in flat])
     scores = {name: dict(zip(flat, values, strict=True)) for name, values in found.items()}
-    rows: list[MetricRow] = []
-    # the uncertainty measures are computed for the whole chunk at once (`chunk_measures`): each set's
-    # matrices and decisions, and what its row is labelled with
+    # a chunk's set scores and uncertainty measures are computed for all its sets at once
+    # (`chunk_judge_scores`, `chunk_measures`): each set's matrices and decisions are gathered first
+    judged_sets: list[tuple[np.ndarray, np.ndarray, list[bool] | None]] = []
     measured: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
-    labels: list[tuple[str, str, list[bool] | None]] = []
+    rows: list[_SetFields] = []
     for q in chunk:
         referenced = ctx.records[q.id].has_references
         for s in SOURCES:
@@ -441,21 +455,22 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
             decisions = {name: judge.equivalent(set_matrices[name]) for name, judge in judges.items()}
             judged = {name: AnswerSet(texts, set_matrices[name], decisions[name]) for name in judges}
-            per_judge = {name: judge_scores(set_matrices[name], decisions[name], accurate) for name in judges}
-            accuracy = {sim: _mean_accuracy(values) for sim, values in per_sim.items()}
-            rows.append(MetricRow(id=q.id, source=s, phase=phase, n=len(texts),
-                                  n_accurate=None if accurate is None else sum(accurate),
-                                  cons_lex=cons_lex(texts), judges=per_judge, accuracy=accuracy,
-                                  extra=compute_columns(extra, texts, judged)))
+            judged_sets.extend((set_matrices[name], decisions[name], accurate) for name in judges)
             measured.append((set_matrices, decisions))
-            labels.append((q.id, s, accurate))
+            rows.append(_SetFields(q.id, s, len(texts), accurate, cons_lex(texts),
+                                   {sim: _mean_accuracy(values) for sim, values in per_sim.items()},
+                                   compute_columns(extra, texts, judged)))
             if phase == "before":
                 random_picks.put(q.id, s, bool(texts), per_sim)
-    measures = chunk_measures(measured, judges)
-    uncertainty = [UncertaintyRow(id=qid, source=s, phase=phase, accurate=accurate, sets=per_set,
-                                  answers=per_answer)
-                   for (qid, s, accurate), (per_set, per_answer) in zip(labels, measures, strict=True)]
-    return rows, uncertainty
+    set_scores = iter(chunk_judge_scores(judged_sets))
+    metric_rows = [MetricRow(id=row.id, source=row.source, phase=phase, n=row.n,
+                             n_accurate=None if row.accurate is None else sum(row.accurate),
+                             cons_lex=row.cons_lex, judges={name: next(set_scores) for name in judges},
+                             accuracy=row.accuracy, extra=row.extra) for row in rows]
+    uncertainty = [UncertaintyRow(id=row.id, source=row.source, phase=phase, accurate=row.accurate,
+                                  sets=per_set, answers=per_answer)
+                   for row, (per_set, per_answer) in zip(rows, chunk_measures(measured, judges), strict=True)]
+    return metric_rows, uncertainty
 
 
 def _selection_scores(ctx: QAContext, random_picks: RandomPicks) -> Iterator[SelectionScoreRow]:

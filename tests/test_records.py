@@ -25,7 +25,7 @@ from a2c.qa.rows import (
     ParaphraseRow,
 )
 from a2c.run.runfiles import MatrixSet, RunFileError
-from a2c.run.store import MemoryStore, RunFolder, npy_array
+from a2c.run.store import MemoryStore, RunFolder, member_bytes, npy_array
 from a2c.scoring import JudgeScores
 
 PARAPHRASE = ParaphraseRow(id="q1", question="Is the sea salty?", paraphrases=[
@@ -144,4 +144,54 @@ def test_an_npz_another_tool_wrote_is_read_and_a_cut_member_is_refused(tmp_path)
     with zipfile.ZipFile(tmp_path / "matrices_before.npz", "w") as archive:
         archive.writestr("exact|paraphrase|q1.npy", buffer.getvalue()[:-8])  # the last number is missing
     with pytest.raises(RunFileError, match=r"matrices_before\.npz: not an npz of matrices"):
+        folder.read_matrices(MATRICES["before"])
+
+
+class _Unseekable(io.RawIOBase):
+    """A write-only stream: `ZipFile` then puts each member's sizes in a data descriptor after its bytes."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.written += data
+        return len(data)
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_member_is_read_straight_from_the_archive_as_zipfile_reads_it(compression, streamed):
+    """`member_bytes` gives `ZipFile.read`'s bytes for stored and deflated members (with and without a data
+    descriptor, with an extra field) and hands other compressions to it."""
+    rng = np.random.default_rng(7)
+    members = {f"m{k}.npy": rng.integers(0, 3, size=k * 97).astype(np.uint8).tobytes() for k in range(5)}
+    target = _Unseekable() if streamed else io.BytesIO()
+    with zipfile.ZipFile(target, "w", compression) as archive:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name)
+            info.compress_type = compression
+            info.extra = b"\xfe\xca\x02\x00ab"  # an unknown extra field of two bytes
+            with archive.open(info, "w") as handle:
+                handle.write(data)
+    raw = bytes(target.written) if streamed else target.getvalue()
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        for info in archive.infolist():
+            assert member_bytes(archive, info) == archive.read(info) == members[info.filename]
+
+
+def test_a_damaged_member_is_refused_by_name(tmp_path):
+    """A flipped byte inside a member's compressed bytes is a CRC or inflate error naming the file."""
+    folder = RunFolder(tmp_path)
+    folder.write_matrices(MATRICES["before"], MatrixSet({("exact", "paraphrase", "q1"): np.eye(6)}))
+    path = tmp_path / "matrices_before.npz"
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.infolist()[0]
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    raw[start + info.compress_size // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(RunFileError, match=r"matrices_before\.npz: not an npz of matrices \(.*member"):
         folder.read_matrices(MATRICES["before"])

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2c.metrics import TruthfulQAScores, rouge1_similarity, truthfulqa_scores
+from a2c.metrics import rouge1_similarity, truthfulqa_scores
 from a2c.metrics.accuracy import _rouge1_scorer
+from a2c.qa.scoring import ScoreColumns
 from a2c.qa.stages import _mean_accuracy
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
@@ -78,11 +79,15 @@ _SCORE = st.floats(-100.0, 100.0, allow_nan=False)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_SCORE, _SCORE, st.sampled_from([0.0, 1.0])), max_size=40))
-def test_a_sets_mean_accuracy_is_each_fields_own_mean_to_the_last_bit(scores):
-    """The metrics stage averages the three fields in one call; each must equal numpy's mean of that
-    field alone (the rows of earlier runs pin those floats)."""
-    mean = _mean_accuracy([TruthfulQAScores(*s) for s in scores])
+@given(st.lists(st.tuples(_SCORE, _SCORE, st.sampled_from([0.0, 1.0])), max_size=40),
+       st.integers(0, 9), st.integers(0, 9))
+def test_a_sets_mean_accuracy_is_each_fields_own_mean_to_the_last_bit(scores, before, after):
+    """The metrics stage averages the three fields of a set's stretch of a chunk's score columns in one
+    call; each must equal numpy's mean of that field's list alone (the rows of earlier runs pin those
+    floats), wherever the stretch lies in the columns."""
+    padded = [(1.5, -2.25, 1.0)] * before + scores + [(-7.0, 3.125, 0.0)] * after
+    columns = ScoreColumns(*(np.array([s[k] for s in padded], dtype=np.float64) for k in range(3)))
+    mean = _mean_accuracy(columns.take(slice(before, before + len(scores))))
     if not scores:
         assert mean is None
         return

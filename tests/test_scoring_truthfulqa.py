@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
@@ -16,7 +17,7 @@ from a2c.common.errors import A2CError
 from a2c.common.registry import UnknownNameError
 from a2c.metrics.overlap import BLEU_ARGS
 from a2c.qa.data import QARecord, load_records
-from a2c.qa.scoring import NO_COMMENT, truthfulqa_references
+from a2c.qa.scoring import NO_COMMENT, score_columns, truthfulqa_references
 from a2c.run.config_file import parse_config
 from a2c.scoring import SIMILARITIES, SimilarityError, score_answers, similarity_label
 from a2c.settings.config import ConfigError, dump_config
@@ -175,6 +176,28 @@ def test_duplicates_are_scored_once_and_order_is_kept(truthfulqa):
     scores = score_answers("rouge1", answers, records)
     assert scores[0] == scores[2] and scores[1] != scores[0]
     assert scores[3] == score_answers("rouge1", ["You die"], [truthfulqa[1]])[0]  # other question
+
+
+def test_several_similarities_in_one_call_give_each_ones_own_scores(truthfulqa):
+    """`score_columns` groups the answers once for all similarities; each column is what the benchmark's
+    loop gives for that similarity, in the answers' order (duplicates and several questions mixed)."""
+    records = [truthfulqa[k % 5] for k in range(23)]
+    answers = ["I have no comment.", "You die", "Nothing happens.", "You die", "",
+               "Fortune cookies come from Japan . Or China.", "Veins are blue"] * 3 + ["a", "b"]
+    specs = [("rouge1", {}), ("bleu", {}), ("rouge2", {"use_stemmer": True})]
+    columns = score_columns(specs, answers, records)
+    for name, one in (("rouge1", rouge("rouge1")), ("bleu", bleu), ("rouge2", rouge("rouge2", True))):
+        found = columns[name]
+        assert found.max_true.dtype == found.diff.dtype == found.acc.dtype == np.float64
+        assert list(zip(found.max_true.tolist(), found.diff.tolist(), found.acc.tolist(), strict=True)) == \
+            [official(a, r, one) for a, r in zip(answers, records, strict=True)], name
+    assert {len(c) for c in score_columns([("rouge1", {}), ("bleu", {})], [], []).values()} == {0}
+
+
+def test_a_question_whose_false_references_are_all_blank_is_refused_by_name():
+    record = QARecord(id="q", question="Why?", correct=("Because.",), incorrect=("  ",))
+    with pytest.raises(SimilarityError, match="rouge1: a question whose false references are all empty"):
+        score_answers("rouge1", ["Because."], [record])
 
 
 def test_bad_calls_name_the_problem(truthfulqa):

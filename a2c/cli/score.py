@@ -177,7 +177,7 @@ def _load_questions(dataset: str, path: Path | None) -> list[Any]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from a2c.scoring import score_answers, similarity_label
+    from a2c.scoring import score_columns, similarity_label
 
     # a typo in a name or an option fails here, before any file or dataset is read
     parsed = [_similarity(s) for s in args.similarities or DEFAULT_SIMILARITIES]
@@ -197,7 +197,7 @@ def _score(args: argparse.Namespace) -> int:
     if unknown:
         _warn_unknown(unknown, len(rows), args.dataset, args.question_column)
     answers, refs = [a for _, a in matched], [r for r, _ in matched]
-    scores = {name: score_answers(name, answers, refs, **options) for name, options in specs}
+    scores = {name: columns.rows() for name, columns in score_columns(specs, answers, refs).items()}
     means = {name: {key: sum(s[j] for s in values) / len(values) for j, key in enumerate(KEYS)}
              for name, values in scores.items()}
 

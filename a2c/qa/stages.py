@@ -59,7 +59,7 @@ from a2c.qa.rows import (
     Source,
     UncertaintyRow,
 )
-from a2c.qa.scoring import score_answers
+from a2c.qa.scoring import ScoreColumns, score_columns
 from a2c.qa.selection import RANDOM, SelectionInputs, method_judges, method_settings, select
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
@@ -373,14 +373,13 @@ class RandomPicks:
         self._picked = np.zeros((len(questions), len(SOURCES)), dtype=bool)
         self._values = np.full((len(questions), len(SOURCES), len(sims), len(_ACCURACY_FIELDS)), np.nan)
 
-    def put(self, question: str, source: Source, picked: bool,
-            per_sim: dict[str, list[TruthfulQAScores]]) -> None:
+    def put(self, question: str, source: Source, picked: bool, per_sim: dict[str, ScoreColumns]) -> None:
         """A set's entry: `per_sim` holds each similarity's scores of its answers (empty: no references)."""
         at = (self._index[question], SOURCES.index(source))
         self._picked[at] = picked
         for k, sim in enumerate(self._sims):
-            if per_sim.get(sim):
-                self._values[at][k] = [expected_random_accuracy([getattr(a, name) for a in per_sim[sim]])
+            if sim in per_sim and len(per_sim[sim]):
+                self._values[at][k] = [expected_random_accuracy(getattr(per_sim[sim], name).tolist())
                                        for name in _ACCURACY_FIELDS]
 
     def row(self, question: str, source: Source, referenced: bool) -> SelectionScoreRow:
@@ -397,23 +396,21 @@ def _accuracy(score: TruthfulQAScores | None) -> Accuracy | None:
     return None if score is None else Accuracy(max_true=score.max_true, diff=score.diff, acc=score.acc)
 
 
-def _mean_accuracy(per_answer: list[TruthfulQAScores]) -> Accuracy | None:
+def _mean_accuracy(per_answer: ScoreColumns) -> Accuracy | None:
     """The means of the answers' scores: one row per field, each averaged along its own contiguous row
     (numpy sums a contiguous row pairwise, as it would the field's list alone: the same floats)."""
-    if not per_answer:
+    if not len(per_answer):
         return None
-    max_true, diff, acc = np.array([[a.max_true for a in per_answer], [a.diff for a in per_answer],
-                                    [a.acc for a in per_answer]], dtype=np.float64).mean(axis=1).tolist()
+    columns = np.stack([per_answer.max_true, per_answer.diff, per_answer.acc])
+    max_true, diff, acc = columns.mean(axis=1).tolist()
     return Accuracy(max_true=max_true, diff=diff, acc=acc)
 
 
-def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, list[TruthfulQAScores]]:
-    """Every similarity's scores of the answers against their records, one batched call each."""
-    scores = {}
-    for spec in ctx.config.accuracy.similarities:
-        with status(f"accuracy: {spec.name}"):
-            scores[spec.name] = score_answers(spec.name, answers, refs, **spec.options)
-    return scores
+def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, ScoreColumns]:
+    """Every similarity's scores of the answers against their records, in one batched call."""
+    with status("accuracy: " + ", ".join(spec.name for spec in ctx.config.accuracy.similarities)):
+        return score_columns([(spec.name, spec.options) for spec in ctx.config.accuracy.similarities],
+                             answers, refs)
 
 
 class _SetFields(NamedTuple):
@@ -439,7 +436,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     flat = [(q.id, s, k) for q in chunk if ctx.records[q.id].has_references
             for s in SOURCES for k in range(len(sets[q.id][s]))]
     found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat], [ctx.records[qid] for qid, _, _ in flat])
-    scores = {name: dict(zip(flat, values, strict=True)) for name, values in found.items()}
+    scored = 0  # where the next referenced set's answers begin in `found` (its sets are laid end to end)
     # a chunk's set scores and uncertainty measures are computed for all its sets at once
     # (`chunk_judge_scores`, `chunk_measures`): each set's matrices and decisions are gathered first
     judged_sets: list[tuple[np.ndarray, np.ndarray, list[bool] | None]] = []
@@ -449,9 +446,10 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
         referenced = ctx.records[q.id].has_references
         for s in SOURCES:
             texts = sets[q.id][s]
-            per_sim = {sim: [scores[sim][(q.id, s, k)] for k in range(len(texts))] for sim in sims} \
+            per_sim = {sim: found[sim].take(slice(scored, scored + len(texts))) for sim in sims} \
                 if referenced else {}
-            accurate = [a.acc == 1.0 for a in per_sim[sims[0]]] if referenced else None
+            scored += len(texts) if referenced else 0
+            accurate = (per_sim[sims[0]].acc == 1.0).tolist() if referenced else None
             set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
             decisions = {name: judge.equivalent(set_matrices[name]) for name, judge in judges.items()}
             judged = {name: AnswerSet(texts, set_matrices[name], decisions[name]) for name in judges}
@@ -482,7 +480,7 @@ def _selection_scores(ctx: QAContext, random_picks: RandomPicks) -> Iterator[Sel
     while part := list(islice(picks, batch)):
         scored = [k for k, r in enumerate(part) if r.text is not None and ctx.records[r.id].has_references]
         found = _scores(ctx, [part[k].text or "" for k in scored], [ctx.records[part[k].id] for k in scored])
-        pick_scores = {sim: dict(zip(scored, values, strict=True)) for sim, values in found.items()}
+        pick_scores = {sim: dict(zip(scored, values.rows(), strict=True)) for sim, values in found.items()}
         yield from (SelectionScoreRow(id=pick.id, source=pick.source, method=pick.method,
                                       picked=pick.text is not None, unparsed=pick.unparsed,
                                       dont_know=pick.dont_know, calls=pick.calls,

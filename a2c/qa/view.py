@@ -4,7 +4,7 @@ accuracy, an agreement heatmap per judge and source with the clusters, every ran
 reply, its parse and the option chosen, and the question's metrics before and after Ask-to-Choose.
 
 Everything comes from the run's typed files; per-answer accuracy, which the run folds into per-set means,
-is scored again with the run's similarities (`score_answers`, the function the metrics stage calls), and
+is scored again with the run's similarities (`score_columns`, the function the metrics stage calls), and
 clusters come from the stored matrices and each judge's threshold, as the metrics stage forms them.
 """
 
@@ -55,7 +55,7 @@ from a2c.qa.rows import (
     Phase,
     Source,
 )
-from a2c.qa.scoring import score_answers, similarity_label
+from a2c.qa.scoring import score_columns, similarity_label
 from a2c.run.runfiles import MatrixSet, R, RowsFile
 from a2c.run.store import Store
 
@@ -149,10 +149,9 @@ def answer_scores(config: ExperimentConfig, records: dict[str, QARecord],
     pairs = [(qid, text) for qid, text in pairs if qid in records and records[qid].has_references]
     if not pairs:
         return {}
-    return {spec.name: dict(zip(pairs, score_answers(spec.name, [t for _, t in pairs],
-                                                     [records[q] for q, _ in pairs], **spec.options),
-                                strict=True))
-            for spec in config.accuracy.similarities}
+    columns = score_columns([(spec.name, spec.options) for spec in config.accuracy.similarities],
+                            [t for _, t in pairs], [records[q] for q, _ in pairs])
+    return {name: dict(zip(pairs, found.rows(), strict=True)) for name, found in columns.items()}
 
 
 def qa_view(store: Store, config: ExperimentConfig, records: list[QARecord] | None) -> ItemView:

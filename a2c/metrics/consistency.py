@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from a2c.common.text import normalize
+from a2c.metrics.matrices import same_shape, square
 from a2c.metrics.set_metrics import SetMetric
 
 
@@ -26,13 +27,6 @@ def cons_lex(outputs: Sequence[str]) -> float | None:
     return same_pairs / (n * (n - 1))
 
 
-def _square(matrix: object, name: str) -> np.ndarray:
-    arr = np.asarray(matrix)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be a square n×n matrix, got shape {arr.shape}")
-    return arr
-
-
 def cons_sem(matrix: object) -> float | None:
     """Mean off-diagonal entry of an n×n agreement matrix (both directions count); `None` below n = 2."""
     return cons_sem_of([matrix])[0]
@@ -43,14 +37,12 @@ def cons_sem_of(matrices: Sequence[object]) -> list[float | None]:
     sets, and a numpy call costs more than the sum it makes). Each matrix is summed as its own flat row
     and its diagonal on its own, so the values are those of one matrix at a time, to the bit."""
     values: list[float | None] = [None] * len(matrices)
-    sizes: dict[int, list[int]] = {}
-    arrays = [_square(matrix, "agreement matrix") for matrix in matrices]
-    for k, arr in enumerate(arrays):
-        sizes.setdefault(arr.shape[0], []).append(k)
-    for n, members in sizes.items():
-        stack = np.stack([arrays[k] for k in members]).astype(float)
+    arrays = [square(matrix, "agreement matrix") for matrix in matrices]
+    for members in same_shape(arrays):
+        n = arrays[members[0]].shape[0]
         if n < 2:
             continue
+        stack = np.stack([arrays[k] for k in members]).astype(float)
         if not np.isfinite(stack).all():
             raise ValueError("agreement matrix contains NaN or infinite scores")
         totals = stack.reshape(len(members), n * n).sum(axis=1)
@@ -69,7 +61,7 @@ def semantic_clusters(equivalent: object) -> list[int]:
     not take connected components: with a lenient judge, chains like "yes" ~ "probably yes" ~ "probably
     no" would merge answers that are not equivalent to each other.
     """
-    arr = _square(equivalent, "equivalence matrix").astype(bool)
+    arr = square(equivalent, "equivalence matrix").astype(bool)
     both = arr & arr.T
     representatives: list[int] = []
     ids: list[int] = []

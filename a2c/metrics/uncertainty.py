@@ -36,18 +36,12 @@ import numpy as np
 import numpy.typing as npt
 
 from a2c.common.registry import Registry
+from a2c.metrics.matrices import square
 
 ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
 KLE_TIME = 0.3  # LM-Polygraph's heat-kernel time t (its default, from the KLE paper)
 _ZERO_EIGENVALUE = 1e-8  # LM-Polygraph drops smaller density eigenvalues from the entropy sum (0·log 0)
 _NEUTRAL_SLACK = 1e-6  # entailment + contradiction may exceed 1 by this much (softmax rounding)
-
-
-def _square(matrix: object, name: str) -> np.ndarray:
-    arr = np.asarray(matrix)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be a square n×n matrix, got shape {arr.shape}")
-    return arr
 
 
 def _numbers(arr: np.ndarray, name: str) -> npt.NDArray[np.float64]:
@@ -64,7 +58,7 @@ def _numbers(arr: np.ndarray, name: str) -> npt.NDArray[np.float64]:
 
 def _unit_interval(matrix: object, name: str) -> npt.NDArray[np.float64]:
     """A square float matrix with entries in [0, 1]."""
-    return _numbers(_square(matrix, name), name)
+    return _numbers(square(matrix, name), name)
 
 
 def _check_threshold(threshold: float) -> None:
@@ -88,7 +82,7 @@ class MatrixStack:
             raise ValueError(f"{name} must be a square n×n matrix, got shape {matrices.shape[1:]}")
         self.matrices = matrices
         self.name = name
-        self.size = matrices.shape[1]
+        self.size: int = matrices.shape[1]
         self._embeddings: dict[float, list[np.ndarray]] = {}
 
     def undefined(self) -> list[None]:
@@ -99,12 +93,13 @@ class MatrixStack:
     def comparable(self) -> bool:
         """Whether the sets have two answers or more (the similarity measures are defined), asked after the
         matrices are validated as similarities: a bad one-answer matrix is refused, not called undefined."""
-        return bool(self.weights is not None and self.size >= 2)
+        _ = self.weights  # made once, and every matrix validated on the way
+        return self.size >= 2
 
     @classmethod
     def of(cls, matrix: object, name: str) -> MatrixStack:
         """The stack of one matrix."""
-        return cls(_square(matrix, name)[None], name)
+        return cls(square(matrix, name)[None], name)
 
     @cached_property
     def weights(self) -> npt.NDArray[np.float64]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from a2c.judges import Judge
+from a2c.metrics.matrices import same_shape
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, MatrixStack, Statistic, nli_weights
 
 NLI_PAIR = ("entail", "contra")
@@ -56,12 +57,9 @@ _STACK_NAMES: Mapping[Statistic, str] = {
 
 def _stacks(statistic: Statistic, inputs: list[tuple[int, str, np.ndarray]]) -> Stacks:
     """The inputs grouped into stacks of one shape and dtype, each with the (set, key) of its matrices."""
-    groups: dict[tuple[tuple[int, ...], str], list[int]] = {}
-    for j, (_, _, matrix) in enumerate(inputs):
-        groups.setdefault((matrix.shape, matrix.dtype.str), []).append(j)
     return [([(inputs[j][0], inputs[j][1]) for j in members],
              MatrixStack(np.stack([inputs[j][2] for j in members]), _STACK_NAMES[statistic]))
-            for members in groups.values()]
+            for members in same_shape([matrix for _, _, matrix in inputs])]
 
 
 def chunk_measures(sets: Sequence[tuple[Matrices, Matrices]], judges: Mapping[str, Judge]

@@ -241,11 +241,12 @@ def read_summary(store: Store, file: str, hint: str) -> QASummary:
 
 
 def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int = 0, *,
-                      metrics: MetricColumns | None = None) -> QASummary:
+                      metrics: MetricColumns | None = None, scores: SelectionColumns | None = None
+                      ) -> QASummary:
     """Dataset means per (source, phase) from `metrics.jsonl`, the counts and the signal of every metric;
     the rows are read into columns as they stream by (`a2c.qa.columns`), never held as row objects.
-    `metrics`: the columns of `metrics.jsonl` where the caller filled them while writing the file (the
-    metrics stage), so it is not read back."""
+    `metrics` and `scores`: the columns of `metrics.jsonl` and `selection_scores.jsonl` where the caller
+    filled them while writing those files (the metrics stage), so they are not read back."""
     metrics = metrics if metrics is not None else MetricColumns.read(store.iter_rows(METRICS))
     judges = [j.name for j in config.judges]
     extra = computed_columns(judges)
@@ -303,8 +304,9 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                                       extra=extra).items()]
     before_after = before_after_changes(metrics, judges, sims, entropy_judge, seed=config.seed, extra=extra)
     del metrics, uncertainty
-    scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name)
-                                   else ())
+    if scores is None:
+        scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES)
+                                       if store.exists(SELECTION_SCORES.name) else ())
     # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
     generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
     labels = {name: SELECTION_METHODS.get(name).label for name in scores.methods if name in SELECTION_METHODS}

@@ -5,29 +5,12 @@ row objects."""
 
 from __future__ import annotations
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a2c.metrics.sets import JudgeScores
-from a2c.qa.columns import (
-    MetricColumns,
-    MetricFill,
-    SelectionColumns,
-    SelectionFill,
-    UncertaintyColumns,
-    filled,
-    optional,
-)
-from a2c.qa.rows import (
-    METRICS,
-    SELECTION_SCORES,
-    SOURCES,
-    Accuracy,
-    MetricRow,
-    SelectionScoreRow,
-    UncertaintyRow,
-)
+from a2c.qa.columns import MetricColumns, SelectionColumns, UncertaintyColumns, optional
+from a2c.qa.rows import SOURCES, Accuracy, MetricRow, SelectionScoreRow, UncertaintyRow
 from a2c.qa.summary import (
     Mean,
     answer_groups,
@@ -220,30 +203,3 @@ def test_empty_files_give_empty_columns():
     assert before_after_changes(metrics, JUDGES, SIMS, "exact") == []
     assert summarize_selection(SelectionColumns.read(()), SIMS, {}) == []
     assert list(answer_groups(UncertaintyColumns.read(()))) == []
-
-
-def _same_columns(a, b) -> None:
-    """Two columns objects hold the same ids, codes and every array, bit for bit (NaN where NaN)."""
-    assert type(a) is type(b)
-    for name in a.__dataclass_fields__:
-        x, y = getattr(a, name), getattr(b, name)
-        if isinstance(x, dict):
-            assert list(x) == list(y), name
-            for key in x:
-                assert x[key].tobytes() == y[key].tobytes(), (name, key)
-        elif isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
-        else:
-            assert x == y, name
-
-
-@settings(max_examples=40, deadline=None)
-@given(metric_rows(), selection_rows())
-def test_columns_filled_while_the_rows_are_written_equal_the_files_read_back(metrics, scores):
-    """The metrics stage fills its summary's columns from the rows on their way to their files; they must
-    be what reading those files back gives, to the bit, and a fill hands its arrays over once."""
-    for file, rows, fill, read in ((METRICS, metrics, MetricFill(), MetricColumns.read),
-                                   (SELECTION_SCORES, scores, SelectionFill(), SelectionColumns.read)):
-        text = file.dumps(filled(fill, rows))
-        _same_columns(fill.columns(), read(file.parse(text.splitlines(), file.name)))
-        _same_columns(fill.columns(), read(()))  # handed over: the fill is empty again

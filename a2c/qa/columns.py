@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -23,8 +22,6 @@ JUDGE_FIELDS = ("cons_sem", "entropy", "clusters", "cons_sem_accurate")
 ACCURACY_FIELDS = tuple(Accuracy.model_fields)
 SOURCE_CODE = {s: k for k, s in enumerate(SOURCES)}
 PHASE_CODE = {p: k for k, p in enumerate(PHASES)}
-RowT = TypeVar("RowT", contravariant=True)
-ColumnsT = TypeVar("ColumnsT", covariant=True)
 
 
 def _number(value: float | None) -> float:
@@ -115,7 +112,25 @@ class MetricColumns(Columns):
 
     @classmethod
     def read(cls, rows: Iterable[MetricRow]) -> MetricColumns:
-        return fill_columns(MetricFill(), rows)
+        keyed, floats = _Keyed(), _Floats()
+        n, n_accurate = array("q"), array("q")
+        for r in rows:
+            keyed.key(r.id, r.source, r.phase)
+            n.append(r.n)
+            n_accurate.append(-1 if r.n_accurate is None else r.n_accurate)
+            floats.add(("cons_lex",), r.cons_lex)
+            for judge, scores in r.judges.items():
+                for name in JUDGE_FIELDS:
+                    floats.add((name, judge), getattr(scores, name))
+            for similarity, accuracy in r.accuracy.items():
+                for name in ACCURACY_FIELDS:
+                    floats.add(("accuracy", similarity, name), None if accuracy is None else getattr(accuracy,
+                                                                                                  name))
+            for key, value in r.extra.items():  # the registered metrics the stage computed
+                floats.add(("extra", key), value)
+            floats.end_row()
+        return cls(keyed.ids, *keyed.codes(), np.frombuffer(n, dtype=np.int64),
+                   np.frombuffer(n_accurate, dtype=np.int64), floats.arrays())
 
     @property
     def referenced(self) -> np.ndarray:
@@ -211,102 +226,28 @@ class SelectionColumns(Columns):
 
     @classmethod
     def read(cls, rows: Iterable[SelectionScoreRow]) -> SelectionColumns:
-        return fill_columns(SelectionFill(), rows)
+        keyed, floats = _Keyed(), _Floats()
+        methods: dict[str, int] = {}
+        method, calls = array("q"), array("q")
+        flags = {name: array("b") for name in ("picked", "unparsed", "dont_know", "referenced")}
+        for r in rows:
+            keyed.key(r.id, r.source)
+            method.append(methods.setdefault(r.method, len(methods)))
+            calls.append(r.calls)
+            flags["picked"].append(r.picked)
+            flags["unparsed"].append(r.unparsed)
+            flags["dont_know"].append(-1 if r.dont_know is None else int(r.dont_know))
+            flags["referenced"].append(r.referenced)
+            for similarity, accuracy in r.accuracy.items():
+                floats.add((similarity,), None if accuracy is None else accuracy.acc)
+            floats.end_row()
+        bits = {name: np.frombuffer(values, dtype=np.int8) for name, values in flags.items()}
+        return cls(keyed.ids, *keyed.codes(), list(methods), np.frombuffer(method, dtype=np.int64),
+                   bits["picked"].astype(bool), bits["unparsed"].astype(bool), bits["dont_know"],
+                   np.frombuffer(calls, dtype=np.int64), bits["referenced"].astype(bool),
+                   {key[0]: values for key, values in floats.arrays().items()})
 
     def accuracy(self, similarity: str) -> np.ndarray:
         found = self.acc.get(similarity)
         return np.full(len(self), math.nan) if found is None else found
 
-
-
-class ColumnsFill(Protocol[RowT, ColumnsT]):
-    """Columns filled a row at a time: from a file's rows as they stream by (`Columns.read`), or from the
-    rows a stage writes as it writes them, so its summary needs no second reading of the file. `columns`
-    hands the arrays over and the fill starts empty again, so the columns are the arrays' only holder."""
-
-    def add(self, row: RowT) -> None: ...
-
-    def columns(self) -> ColumnsT: ...
-
-
-def fill_columns(fill: ColumnsFill[RowT, ColumnsT], rows: Iterable[RowT]) -> ColumnsT:
-    for row in rows:
-        fill.add(row)
-    return fill.columns()
-
-
-def filled(fill: ColumnsFill[RowT, Any], rows: Iterable[RowT]) -> Iterator[RowT]:
-    """The rows, each added to `fill` as it passes (a stage's rows on their way to its file)."""
-    for row in rows:
-        fill.add(row)
-        yield row
-
-
-class MetricFill:
-    """`MetricColumns` a row at a time."""
-
-    def __init__(self) -> None:
-        self._start()
-
-    def _start(self) -> None:
-        self._keyed, self._floats = _Keyed(), _Floats()
-        self._n, self._n_accurate = array("q"), array("q")
-
-    def add(self, r: MetricRow) -> None:
-        floats = self._floats
-        self._keyed.key(r.id, r.source, r.phase)
-        self._n.append(r.n)
-        self._n_accurate.append(-1 if r.n_accurate is None else r.n_accurate)
-        floats.add(("cons_lex",), r.cons_lex)
-        for judge, scores in r.judges.items():
-            for name in JUDGE_FIELDS:
-                floats.add((name, judge), getattr(scores, name))
-        for similarity, accuracy in r.accuracy.items():
-            for name in ACCURACY_FIELDS:
-                floats.add(("accuracy", similarity, name),
-                           None if accuracy is None else getattr(accuracy, name))
-        for key, value in r.extra.items():  # the registered metrics the stage computed
-            floats.add(("extra", key), value)
-        floats.end_row()
-
-    def columns(self) -> MetricColumns:
-        done = MetricColumns(self._keyed.ids, *self._keyed.codes(), np.frombuffer(self._n, dtype=np.int64),
-                             np.frombuffer(self._n_accurate, dtype=np.int64), self._floats.arrays())
-        self._start()  # the arrays are handed over (`ColumnsFill`)
-        return done
-
-
-class SelectionFill:
-    """`SelectionColumns` a row at a time."""
-
-    def __init__(self) -> None:
-        self._start()
-
-    def _start(self) -> None:
-        self._keyed, self._floats = _Keyed(), _Floats()
-        self._methods: dict[str, int] = {}
-        self._method, self._calls = array("q"), array("q")
-        self._flags = {name: array("b") for name in ("picked", "unparsed", "dont_know", "referenced")}
-
-    def add(self, r: SelectionScoreRow) -> None:
-        flags = self._flags
-        self._keyed.key(r.id, r.source)
-        self._method.append(self._methods.setdefault(r.method, len(self._methods)))
-        self._calls.append(r.calls)
-        flags["picked"].append(r.picked)
-        flags["unparsed"].append(r.unparsed)
-        flags["dont_know"].append(-1 if r.dont_know is None else int(r.dont_know))
-        flags["referenced"].append(r.referenced)
-        for similarity, accuracy in r.accuracy.items():
-            self._floats.add((similarity,), None if accuracy is None else accuracy.acc)
-        self._floats.end_row()
-
-    def columns(self) -> SelectionColumns:
-        bits = {name: np.frombuffer(values, dtype=np.int8) for name, values in self._flags.items()}
-        done = SelectionColumns(self._keyed.ids, *self._keyed.codes(), list(self._methods),
-                                np.frombuffer(self._method, dtype=np.int64), bits["picked"].astype(bool),
-                                bits["unparsed"].astype(bool), bits["dont_know"],
-                                np.frombuffer(self._calls, dtype=np.int64), bits["referenced"].astype(bool),
-                                {key[0]: values for key, values in self._floats.arrays().items()})
-        self._start()  # the arrays are handed over (`ColumnsFill`)
-        return done

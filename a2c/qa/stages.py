@@ -28,7 +28,6 @@ from a2c.metrics.set_metrics import AnswerSet, computed_metrics
 from a2c.metrics.sets import chunk_judge_scores
 from a2c.prompting.paraphrase import paraphrase_questions
 from a2c.prompting.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
-from a2c.qa.columns import MetricFill, SelectionFill, filled
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord
 from a2c.qa.measures import chunk_measures
@@ -499,21 +498,17 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     for the whole run is a few numbers per set for the `random` rows."""
     phases = [p for p in PHASES if p == "before" or ctx.config.ask_to_choose.enabled]
     random_picks = RandomPicks(ctx.questions, [spec.name for spec in ctx.config.accuracy.similarities])
-    # the summary's columns of the metric and selection rows are filled as the rows are written (a few
-    # numbers per set), so those files are not parsed again
-    metric_fill, score_fill = MetricFill(), SelectionFill()
     with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
         for p in phases:
             with ctx.store.matrix_reader(MATRICES[p]) as reader, _phase_sets(ctx, p) as sets_of:
                 for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
                     matrices = reader.read({q.id for q in chunk})
                     rows, uncertainty = _metric_rows(ctx, p, chunk, sets_of(chunk), matrices, random_picks)
-                    append_rows(METRICS, metrics_out, filled(metric_fill, rows))
+                    append_rows(METRICS, metrics_out, rows)
                     append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
-    ctx.store.write_rows(SELECTION_SCORES, filled(score_fill, _selection_scores(ctx, random_picks)))
+    ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, random_picks))
     del random_picks
-    summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx), metrics=metric_fill.columns(),
-                                scores=score_fill.columns())
+    summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))
     ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 
 

@@ -240,14 +240,10 @@ def read_summary(store: Store, file: str, hint: str) -> QASummary:
                               hint=hint) from None
 
 
-def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int = 0, *,
-                      metrics: MetricColumns | None = None, scores: SelectionColumns | None = None
-                      ) -> QASummary:
+def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int = 0) -> QASummary:
     """Dataset means per (source, phase) from `metrics.jsonl`, the counts and the signal of every metric;
-    the rows are read into columns as they stream by (`a2c.qa.columns`), never held as row objects.
-    `metrics` and `scores`: the columns of `metrics.jsonl` and `selection_scores.jsonl` where the caller
-    filled them while writing those files (the metrics stage), so they are not read back."""
-    metrics = metrics if metrics is not None else MetricColumns.read(store.iter_rows(METRICS))
+    the rows are read into columns as they stream by (`a2c.qa.columns`), never held as row objects."""
+    metrics = MetricColumns.read(store.iter_rows(METRICS))
     judges = [j.name for j in config.judges]
     extra = computed_columns(judges)
     sims = [spec.name for spec in config.accuracy.similarities]
@@ -304,9 +300,8 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                                       extra=extra).items()]
     before_after = before_after_changes(metrics, judges, sims, entropy_judge, seed=config.seed, extra=extra)
     del metrics, uncertainty
-    if scores is None:
-        scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES)
-                                       if store.exists(SELECTION_SCORES.name) else ())
+    scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name)
+                                   else ())
     # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
     generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
     labels = {name: SELECTION_METHODS.get(name).label for name in scores.methods if name in SELECTION_METHODS}

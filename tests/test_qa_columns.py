@@ -5,6 +5,9 @@ row objects."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -203,3 +206,28 @@ def test_empty_files_give_empty_columns():
     assert before_after_changes(metrics, JUDGES, SIMS, "exact") == []
     assert summarize_selection(SelectionColumns.read(()), SIMS, {}) == []
     assert list(answer_groups(UncertaintyColumns.read(()))) == []
+
+
+def test_paired_differences_are_computed_size_by_size_and_returned_as_asked(monkeypatch):
+    """The summary computes its paired differences in order of how many pairs they resample (so those of
+    one size share one seeded draw) and hands them back in the order they were asked for, each what
+    `paired` gives on its own; a side may be a list with None or an array with NaN."""
+    import a2c.qa.summary as summary
+
+    real, sizes = summary.paired, []
+
+    def counting(before, after, seed):
+        sizes.append(sum(None not in (b, a) and not math.isnan(b) and not math.isnan(a)
+                         for b, a in zip(before, after, strict=True)))
+        return real(before, after, seed)
+
+    monkeypatch.setattr(summary, "paired", counting)
+    asks = [([0.25 * k for k in range(n)] + [None] * (9 - n), [0.5] * 8 + [1.0]) for n in (5, 2, 9, 5, 2)]
+    batch = summary._PairedBatch(3)
+    assert [batch.ask(b, a) for b, a in asks[:4]] == [0, 1, 2, 3]
+    as_arrays = np.array([math.nan if v is None else v for v in asks[4][0]])
+    assert batch.ask(as_arrays, np.array(asks[4][1])) == 4
+    done = batch.run()
+    assert sizes == [2, 2, 5, 5, 9]
+    assert done == [real(b, a, 3) for b, a in asks]
+    assert done[0] != done[1] and done[0] == done[3]

@@ -338,6 +338,44 @@ def paired(before: Sequence[float | None], after: Sequence[float | None], seed: 
                                               level=PAIRED_LEVEL))
 
 
+Paired = Sequence[float | None] | np.ndarray  # one side of a paired difference: None or NaN is undefined
+
+
+def _pairs(before: Paired, after: Paired) -> int:
+    """How many pairs have both sides defined: how many units the difference's bootstrap resamples."""
+    if isinstance(before, np.ndarray) and isinstance(after, np.ndarray):
+        return int(np.count_nonzero(~np.isnan(before) & ~np.isnan(after)))
+    return sum(b is not None and a is not None and not math.isnan(b) and not math.isnan(a)
+               for b, a in zip(before, after, strict=True))
+
+
+class _PairedBatch:
+    """Paired differences asked for one by one and computed together, those that resample the same
+    number of pairs one after another. They all use the summary's seed, so those draw the same resamples,
+    which `a2c.metrics.bootstrap` keeps for the last few sizes only. In the order the tables list them
+    the sizes alternate; at 100,000 questions one draw is about 200 MB, so a size would be drawn again
+    whenever two others came between. The values do not depend on the order they are computed in."""
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._asked: list[tuple[Paired, Paired]] = []
+
+    def ask(self, before: Paired, after: Paired) -> int:
+        """Where the difference will be in `run`'s list."""
+        self._asked.append((before, after))
+        return len(self._asked) - 1
+
+    def run(self) -> list[Difference]:
+        sizes = [_pairs(before, after) for before, after in self._asked]
+        done: dict[int, Difference] = {}
+        for k in sorted(range(len(self._asked)), key=sizes.__getitem__):
+            before, after = self._asked[k]
+            done[k] = paired(before.tolist() if isinstance(before, np.ndarray) else before,
+                             after.tolist() if isinstance(after, np.ndarray) else after, self._seed)
+        self._asked = []
+        return [done[k] for k in range(len(done))]
+
+
 def _last_row(columns: Columns, rows: np.ndarray) -> dict[int, int]:
     """Question → its last row among `rows`, questions in the order first seen (as a dict comprehension
     over the rows keeps them)."""
@@ -349,7 +387,8 @@ def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similari
                          ) -> list[BeforeAfter]:
     """Every before → after cell's change as a paired difference over the questions that have both
     phases (a set undefined in either phase drops that question from that cell)."""
-    out = []
+    batch = _PairedBatch(seed)
+    asked = []
     for source in SOURCES:
         before = _last_row(metrics, metrics.where(source, "before"))
         after = _last_row(metrics, metrics.where(source, "after"))
@@ -357,16 +396,18 @@ def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similari
         if not len(pairs):
             continue
 
-        def change(values: np.ndarray, pairs: np.ndarray = pairs) -> Difference:
-            return paired(values[pairs[:, 0]].tolist(), values[pairs[:, 1]].tolist(), seed)
+        def change(values: np.ndarray, pairs: np.ndarray = pairs) -> int:
+            return batch.ask(values[pairs[:, 0]], values[pairs[:, 1]])
 
-        out.append(BeforeAfter(
-            source=source,
-            accuracy={s: change(metrics.accuracy(s)) for s in similarities},
-            consistency={j: change(metrics.judge("cons_sem", j)) for j in judges},
-            entropy=change(metrics.judge("entropy", entropy_judge)), cons_lex=change(metrics.cons_lex),
-            extra={c.key: change(metrics.extra(c.key)) for c in extra}))
-    return out
+        asked.append((source, {s: change(metrics.accuracy(s)) for s in similarities},
+                      {j: change(metrics.judge("cons_sem", j)) for j in judges},
+                      change(metrics.judge("entropy", entropy_judge)), change(metrics.cons_lex),
+                      {c.key: change(metrics.extra(c.key)) for c in extra}))
+    done = batch.run()
+    return [BeforeAfter(source=source, accuracy={s: done[k] for s, k in accuracy.items()},
+                        consistency={j: done[k] for j, k in consistency.items()}, entropy=done[entropy],
+                        cons_lex=done[cons_lex], extra={key: done[k] for key, k in computed.items()})
+            for source, accuracy, consistency, entropy, cons_lex, computed in asked]
 
 
 def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
@@ -374,7 +415,8 @@ def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
     """Per source and method (in the order the rows list them): mean accuracy of the picks, don't-know
     share, calls, and the paired differences to `random` and `a2c` over the referenced questions."""
     methods = scores.methods
-    out = []
+    batch = _PairedBatch(seed)
+    asked: list[tuple[SelectionSummary, dict[str, dict[str, int]]]] = []  # the comparisons filled in last
     for source in SOURCES:
         mine = scores.where(source)
         by_method = {m: _last_row(scores, mine[scores.method[mine] == k]) for k, m in enumerate(methods)}
@@ -391,17 +433,19 @@ def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
                 continue
             picks = rows[scores.picked[rows]]
             can_say_idk = bool((scores.dont_know[picks] >= 0).all())
-            versus = {other: {s: paired(accs[(other, s)], accs[(method, s)], seed) for s in similarities}
+            versus = {other: {s: batch.ask(accs[(other, s)], accs[(method, s)]) for s in similarities}
                       for other in ("random", "a2c") if other != method and by_method.get(other)}
-            out.append(SelectionSummary(
+            asked.append((SelectionSummary(
                 method=method, label=labels.get(method, method), source=source, questions=len(rows),
                 picked=len(picks), unparsed=int(scores.unparsed[rows].sum()),
                 accuracy={sim: Mean.of(accs[(method, sim)]) for sim in similarities},
                 dont_know_share=int((scores.dont_know[picks] == 1).sum()) / len(picks)
                 if len(picks) and can_say_idk else None,
-                calls=int(scores.calls[rows].sum()), vs_random=versus.get("random", {}),
-                vs_a2c=versus.get("a2c", {})))
-    return out
+                calls=int(scores.calls[rows].sum()), vs_random={}, vs_a2c={}), versus))
+    done = batch.run()
+    return [summary.model_copy(update={f"vs_{other}": {s: done[k] for s, k in versus.get(other, {}).items()}
+                                       for other in ("random", "a2c")})
+            for summary, versus in asked]
 
 
 # -- consistency as a signal of correctness ---------------------------------------------------------------

@@ -16,7 +16,7 @@ from a2c.run.pipeline import run_experiment
 from a2c.run.runfiles import RunFile
 from a2c.run.stage import Generators, Stage, run_stages
 from a2c.run.store import MemoryStore
-from a2c.system.heap import frozen_heap
+from a2c.system.heap import YOUNG_COLLECTION, frozen_heap
 from tests.test_stages import EVERY_STAGE, _config
 
 
@@ -44,9 +44,35 @@ def test_a_cycle_made_before_the_block_outlives_collections_in_it_and_is_freed_a
 
 
 def test_the_heap_is_thawed_when_the_block_fails():
+    thresholds = gc.get_threshold()
     with pytest.raises(RuntimeError), frozen_heap():
         raise RuntimeError("a stage failed")
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
+
+
+def test_young_objects_are_collected_less_often_in_the_block_and_as_before_after_it():
+    thresholds = gc.get_threshold()
+    with frozen_heap():
+        assert gc.get_threshold() == (YOUNG_COLLECTION, *thresholds[1:])
+        before = gc.get_stats()[0]["collections"]
+        kept = [[] for _ in range(YOUNG_COLLECTION // 2)]  # tracked containers, alive: no young collection
+        assert gc.get_stats()[0]["collections"] == before
+        kept += [[] for _ in range(YOUNG_COLLECTION)]
+        assert gc.get_stats()[0]["collections"] > before
+    assert gc.get_threshold() == thresholds
+    del kept
+
+
+def test_a_higher_threshold_than_ours_is_kept():
+    thresholds = gc.get_threshold()
+    gc.set_threshold(2 * YOUNG_COLLECTION, *thresholds[1:])
+    try:
+        with frozen_heap():
+            assert gc.get_threshold()[0] == 2 * YOUNG_COLLECTION
+        assert gc.get_threshold()[0] == 2 * YOUNG_COLLECTION
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def test_a_run_freezes_the_heap_for_each_stage(tmp_path, monkeypatch):

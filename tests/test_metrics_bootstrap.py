@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a2c.metrics import PairedDifference, bootstrap, paired_difference_ci
-from a2c.metrics.bootstrap import percentile_interval, resample_counts
+from a2c.metrics.bootstrap import percentile_interval, resample_columns, resample_counts
 
 
 def test_resample_counts_are_seeded_draws_with_replacement():
@@ -140,3 +140,12 @@ def test_coverage_with_a_known_effect_and_false_alarms_without_one():
     alarms = sum(r.excludes_zero for r in without)
     assert 0.88 <= covered / studies <= 0.99
     assert alarms / studies <= 0.12
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_resample_columns_are_the_same_resamples_transposed(dtype):
+    rows = np.concatenate(list(resample_counts(700, 300, seed=9)))
+    parts = list(resample_columns(700, 300, seed=9, dtype=dtype, width=2**14))
+    assert [p.shape for p in parts] == [(700, 128), (700, 128), (700, 44)]  # 2**21 // 2**14 resamples a pass
+    assert all(p.dtype == dtype and p.flags.c_contiguous for p in parts)
+    assert np.array_equal(np.concatenate(parts, axis=1), rows.T)

@@ -230,3 +230,26 @@ def test_each_bootstrap_replicate_is_the_statistic_of_its_resampled_sets(items, 
         assert aurocs[r] == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
         if len(np.unique(drawn.scores[drawn.answers > 0])) > 1:  # one score for all: PRR 0/0 or 0
             assert prrs[r] == pytest.approx(prediction_rejection_ratio(drawn), abs=1e-9)
+
+
+def test_replicates_are_exact_when_a_resample_holds_more_answers_than_float32_counts_exactly():
+    """Sets of some three million answers each, in two tie groups: a group's sums pass 2**24, where float32
+    would round them, so the product runs in float64, and each replicate is its resample's AUROC and PRR."""
+    from a2c.metrics.bootstrap import resample_counts
+    from a2c.metrics.signal import FLOAT32_EXACT, auroc
+
+    rng = np.random.default_rng(5)
+    answers = 3_000_001 + 2 * rng.integers(0, 1000, 8)  # odd: float32 spacing above 2**24 is 2
+    accurate = (answers * rng.random(8)).astype(np.int64) | 1
+    g = Groups.of(np.array([0.2, 0.7] * 4), answers, accurate)
+    assert 8 * int(answers.max()) >= FLOAT32_EXACT
+    aurocs, prrs = bootstrap(g, replicates=30, seed=2)
+    counts = np.concatenate(list(resample_counts(8, 30, 2))).astype(int)
+    checked = 0
+    for r in range(30):
+        drawn = Groups.of(*(np.repeat(column, counts[r]) for column in (g.scores, g.answers, g.accurate)))
+        if len(np.unique(drawn.scores)) > 1:
+            assert aurocs[r] == pytest.approx(auroc(drawn), rel=1e-13)
+            assert prrs[r] == pytest.approx(prediction_rejection_ratio(drawn), rel=1e-13)
+            checked += 1
+    assert checked > 20

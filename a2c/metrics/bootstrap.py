@@ -81,6 +81,17 @@ def resample_counts(n: int, replicates: int, seed: int, *, chunk: int | None = N
         yield rows[start:start + chunk].astype(np.float64)
 
 
+def resample_columns(n: int, replicates: int, seed: int, dtype: np.typing.DTypeLike, *,
+                     width: int | None = None) -> Iterator[np.ndarray]:
+    """The resamples of `resample_counts`, transposed: chunks of n × (≤ chunk) draw counts in C order, of
+    `dtype`. A sparse matrix with a row per output and a column per unit multiplies them without first
+    copying each chunk into this layout itself, as it would a chunk of rows."""
+    rows = _drawn(n, replicates, seed)
+    chunk = _rows_per_pass(width if width is not None else n)
+    for start in range(0, replicates, chunk):
+        yield np.ascontiguousarray(rows[start:start + chunk].T, dtype=dtype)
+
+
 def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
     """The central `level` percentile interval of the finite replicate values; None below two."""
     values = values[np.isfinite(values)]

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from a2c.metrics.bootstrap import percentile_interval, resample_counts
+from a2c.metrics.bootstrap import percentile_interval, resample_columns
 
 BOOTSTRAP = 1000  # replicates for the intervals
 LEVEL = 0.95
+FLOAT32_EXACT = 2**24  # whole numbers below this are exact in float32
 
 
 def undefined_reason(answers: int, accurate: int) -> str | None:
@@ -218,17 +219,23 @@ def bootstrap(groups: Groups, *, replicates: int = BOOTSTRAP, seed: int = 0,
     ids = _cluster_ids(clusters, len(groups.scores))
     units = len(groups.scores) if ids is None else int(ids.max(initial=-1)) + 1
     tied = int(group.max(initial=-1)) + 1
-    # a resample's accurate and all answers per tie group are its draw counts times one sparse matrix:
-    # unit → (group, accurate answers) and (group + tied, answers), summed over the unit's sets. The sums
-    # are of whole numbers, so exact in any order: the same values the per-set gather gave, in one pass
+    # a resample's accurate and all answers per tie group are one sparse matrix times its draw counts:
+    # (group, accurate answers) and (group + tied, answers) of each unit, summed over the unit's sets. The
+    # sums are of whole numbers, so exact in any order: the same values the per-set gather gave, in one pass
     unit = np.arange(len(group)) if ids is None else ids
-    weights = sparse.csc_array((np.concatenate([groups.accurate, groups.answers]).astype(np.float64),
-                                (np.concatenate([unit, unit]), np.concatenate([group, group + tied]))),
-                               shape=(units, 2 * tied))
+    weights = sparse.csr_array((np.concatenate([groups.accurate, groups.answers]),
+                                (np.concatenate([group, group + tied]), np.concatenate([unit, unit]))),
+                               shape=(2 * tied, units))
+    # no sum exceeds a resample's answers (units × the most one unit holds): float32 while that stays below
+    # 2**24, where float32 is exact for whole numbers, so the same values with half the bytes to move
+    most = units * int(np.bincount(unit, weights=groups.answers, minlength=units).max(initial=0))
+    dtype = np.float32 if most < FLOAT32_EXACT else np.float64
+    weights = weights.astype(dtype)
     aurocs, prrs = [], []
-    for drawn in resample_counts(units, replicates, seed, width=max(units, 2 * tied)):
-        both = drawn @ weights
-        pos, total = np.ascontiguousarray(both[:, :tied]), np.ascontiguousarray(both[:, tied:])
+    for drawn in resample_columns(units, replicates, seed, dtype, width=max(units, 2 * tied)):
+        both = weights @ drawn  # (2 × tied) × resamples
+        pos = np.ascontiguousarray(both[:tied].T, dtype=np.float64)
+        total = np.ascontiguousarray(both[tied:].T, dtype=np.float64)
         defined = (pos.sum(axis=1) > 0) & (pos.sum(axis=1) < total.sum(axis=1))
         aurocs.append(np.where(defined, _auroc(pos, total - pos), np.nan))
         prrs.append(np.where(defined, _prr(pos, total), np.nan))

@@ -149,3 +149,19 @@ def test_resample_columns_are_the_same_resamples_transposed(dtype):
     assert [p.shape for p in parts] == [(700, 128), (700, 128), (700, 44)]  # 2**21 // 2**14 resamples a pass
     assert all(p.dtype == dtype and p.flags.c_contiguous for p in parts)
     assert np.array_equal(np.concatenate(parts, axis=1), rows.T)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.just(math.nan), st.floats(-5, 5)),
+                          st.one_of(st.none(), st.just(math.nan), st.floats(-5, 5))), max_size=30),
+       st.booleans())
+def test_defined_pairs_counts_the_pairs_the_paired_interval_keeps(pairs, as_arrays):
+    from a2c.metrics.bootstrap import defined_pairs
+
+    before, after = [b for b, _ in pairs], [a for _, a in pairs]
+    if as_arrays:  # the summary's columns: NaN where undefined
+        count = defined_pairs(np.array([math.nan if b is None else b for b in before], dtype=float),
+                              np.array([math.nan if a is None else a for a in after], dtype=float))
+    else:
+        count = defined_pairs(before, after)
+    assert count == paired_difference_ci(before, after, resamples=2).n

@@ -131,6 +131,15 @@ def _defined(value: float | None) -> TypeGuard[float]:
     return value is not None and not math.isnan(value)
 
 
+def defined_pairs(before: Sequence[float | None] | np.ndarray, after: Sequence[float | None] | np.ndarray
+                  ) -> int:
+    """How many pairs `paired_difference_ci` keeps (both sides neither None nor NaN): the number of units
+    its bootstrap resamples, known before it runs."""
+    if isinstance(before, np.ndarray) and isinstance(after, np.ndarray):
+        return int(np.count_nonzero(~np.isnan(before) & ~np.isnan(after)))
+    return sum(_defined(b) and _defined(a) for b, a in zip(before, after, strict=True))
+
+
 def paired_difference_ci(before: Sequence[float | None], after: Sequence[float | None], *,
                          resamples: int = 2000, seed: int = 0, level: float = 0.95) -> PairedDifference:
     """Paired bootstrap of the mean difference after − before (e.g. a metric per question, without and with

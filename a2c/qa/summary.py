@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2c.judges import JUDGES
-from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
+from a2c.metrics.bootstrap import PairedDifference, defined_pairs, paired_difference_ci
 from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
@@ -341,14 +341,6 @@ def paired(before: Sequence[float | None], after: Sequence[float | None], seed: 
 Paired = Sequence[float | None] | np.ndarray  # one side of a paired difference: None or NaN is undefined
 
 
-def _pairs(before: Paired, after: Paired) -> int:
-    """How many pairs have both sides defined: how many units the difference's bootstrap resamples."""
-    if isinstance(before, np.ndarray) and isinstance(after, np.ndarray):
-        return int(np.count_nonzero(~np.isnan(before) & ~np.isnan(after)))
-    return sum(b is not None and a is not None and not math.isnan(b) and not math.isnan(a)
-               for b, a in zip(before, after, strict=True))
-
-
 class _PairedBatch:
     """Paired differences asked for one by one and computed together, those that resample the same
     number of pairs one after another. They all use the summary's seed, so those draw the same resamples,
@@ -366,13 +358,12 @@ class _PairedBatch:
         return len(self._asked) - 1
 
     def run(self) -> list[Difference]:
-        sizes = [_pairs(before, after) for before, after in self._asked]
+        sizes = [defined_pairs(before, after) for before, after in self._asked]
         done: dict[int, Difference] = {}
         for k in sorted(range(len(self._asked)), key=sizes.__getitem__):
             before, after = self._asked[k]
             done[k] = paired(before.tolist() if isinstance(before, np.ndarray) else before,
                              after.tolist() if isinstance(after, np.ndarray) else after, self._seed)
-        self._asked = []
         return [done[k] for k in range(len(done))]
 
 

@@ -25,8 +25,8 @@ def store(request, tmp_path):
     return RunFolder(tmp_path / "run") if request.param == "folder" else MemoryStore()
 
 
-# ids as a run may have them: quotes, backslashes, non-ASCII, the matrix key's separator
-IDS = st.lists(st.text(alphabet='ab"\\|é\u2028 ', min_size=1, max_size=6), min_size=1, max_size=8,
+# ids as a run may have them: quotes, backslashes, control characters, non-ASCII, the matrix key's separator
+IDS = st.lists(st.text(alphabet='ab"\\|é\u2028\t ', min_size=1, max_size=6), min_size=1, max_size=8,
                unique=True)
 
 

@@ -49,7 +49,9 @@ class ItemRows(Generic[R]):
     def _item_of(self, line: bytes, number: int) -> str:
         match = _LEADING_ID.match(line)
         if match is not None:
-            return str(json.loads(match[1]))
+            quoted = match[1]
+            # without a backslash a JSON string is its characters as they are (UTF-8: ensure_ascii is off)
+            return quoted[1:-1].decode("utf-8") if b"\\" not in quoted else str(json.loads(quoted))
         row = self._parse(line, number)  # written otherwise (by hand, by another tool): parse it whole
         return str(row.id)  # type: ignore[attr-defined]  # the rows it is used on are keyed by `id`
 

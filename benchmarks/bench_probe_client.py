@@ -7,8 +7,9 @@ a child process, so its CPU is not counted, then runs `a2c probe --questions FIL
 process on made-up questions (request cache on, in a temporary folder; the `exact` judge, so no judge model
 loads). It counts the process's CPU time (user + system) spent inside the probe's `generate` calls, where
 every HTTP request is made, written to the cache and parsed, and divides it by the requests the server
-received. Process CPU time does not grow with the wait for the server, but a loaded machine still inflates
-it (cache misses, context switches): the load average is printed with it.
+received; it also says how much of it the calling thread spent (cache keys, cache writes, bookkeeping) and
+how much the HTTP worker threads. Process CPU time does not grow with the wait for the server, but a loaded
+machine still inflates it (cache misses, context switches): the load average is printed with it.
 """
 
 from __future__ import annotations
@@ -61,16 +62,17 @@ def main() -> int:
         server.stdin.flush()
         return int(server.stdout.readline())
 
-    spent = {"cpu": 0.0, "wall": 0.0}
+    spent = {"cpu": 0.0, "wall": 0.0, "calling": 0.0}
     generate = CachedGenerator.generate
 
     def timed(self: CachedGenerator, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall, calling = time.process_time(), time.perf_counter(), time.thread_time()
         try:
             return generate(self, requests)
         finally:
             spent["cpu"] += time.process_time() - cpu
             spent["wall"] += time.perf_counter() - wall
+            spent["calling"] += time.thread_time() - calling
 
     try:
         url = server.stdout.readline().strip()
@@ -102,6 +104,9 @@ def main() -> int:
     print(f"{args.questions} questions, {requests:,} HTTP requests ({kind} server), load average {load}")
     print(f"client CPU inside generate: {spent['cpu']:.2f} s = {per_request:.3f} ms per request "
           f"(target {args.target:g} ms); wall {1000 * spent['wall'] / requests:.2f} ms per request")
+    print(f"  of which the calling thread (cache keys and writes, bookkeeping): "
+          f"{1000 * spent['calling'] / requests:.3f} ms; the HTTP worker threads: "
+          f"{1000 * (spent['cpu'] - spent['calling']) / requests:.3f} ms")
     return 0 if per_request <= args.target else 1
 
 

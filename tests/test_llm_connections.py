@@ -1,12 +1,16 @@
-"""The openai backend's connections (`a2c.llm.connections`, http.client underneath) against scripted
-127.0.0.1 servers: connections kept and reused, chunked and read-to-close bodies, a kept-alive connection
-the server closed, garbage and silence, each failure as httpx's type (the backend's retries and messages
-depend on it)."""
+"""The openai backend's connections (`a2c.llm.connections`: one write per request, its own reader of the
+answer) against scripted 127.0.0.1 servers: the bytes of a request, connections kept and reused, chunked
+and read-to-close bodies, interim answers, a kept-alive connection the server closed, garbage, oversized
+and cut-short answers and silence, each failure as httpx's type (the backend's retries and messages depend
+on it)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,12 +27,15 @@ class RawServer:
     """Accepts connections on 127.0.0.1 and answers each request with `reply(n)` (the n-th request), raw
     bytes; `close_after` closes a connection after that many answers. Counts connections and requests."""
 
-    def __init__(self, reply: Callable[[int], bytes], close_after: int | None = None) -> None:
-        self.reply, self.close_after = reply, close_after
+    def __init__(self, reply: Callable[[int], bytes], close_after: int | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self.reply, self.close_after, self.tls = reply, close_after, tls
         self.connections = self.requests = self.closed = 0
         self.bodies: list[bytes] = []
+        self.heads: list[bytes] = []
         self._sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1/chat/completions"
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://localhost:{self._sock.getsockname()[1]}/v1/chat/completions"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -42,6 +49,11 @@ class RawServer:
 
     def _serve(self, conn: socket.socket) -> None:
         try:
+            if self.tls is not None:
+                try:
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                except ssl.SSLError:
+                    return  # a client that did not trust the certificate
             self._answer(conn)
         finally:
             conn.close()
@@ -56,8 +68,9 @@ class RawServer:
                     return
                 buffer += chunk
             head, _, buffer = buffer.partition(b"\r\n\r\n")
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))
+            self.heads.append(head)
+            length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length")), b"0"))
             while len(buffer) < length:
                 buffer += conn.recv(65536)
             self.bodies.append(buffer[:length])
@@ -81,8 +94,9 @@ def _response(body: bytes = ANSWER, status: str = "200 OK") -> bytes:
 def serve() -> Iterator[Callable[..., RawServer]]:
     started: list[RawServer] = []
 
-    def start(reply: Callable[[int], bytes], close_after: int | None = None) -> RawServer:
-        started.append(RawServer(reply, close_after))
+    def start(reply: Callable[[int], bytes], close_after: int | None = None,
+              tls: ssl.SSLContext | None = None) -> RawServer:
+        started.append(RawServer(reply, close_after, tls))
         return started[-1]
 
     yield start
@@ -183,3 +197,81 @@ def test_a_silent_server_times_out_as_a_read_timeout(serve):
     with pytest.raises(httpx.ReadTimeout):
         client.request("POST", server.url, b"{}")
     assert time.monotonic() - started < 3
+
+
+def test_a_request_is_one_head_and_its_body(serve):
+    server = serve(lambda n: _response())
+    client = Connections({"Authorization": "Bearer k"}, timeout=10)
+    client.request("POST", server.url + "?a=1", b'{"x": 1}')
+    client.request("GET", server.url.replace("/chat/completions", "/models"))
+    port = server.url.split(":")[2].split("/")[0]
+    assert server.heads == [
+        f"POST /v1/chat/completions?a=1 HTTP/1.1\r\nHost: localhost:{port}\r\nAccept-Encoding: identity\r\n"
+        "Content-Type: application/json\r\nAuthorization: Bearer k\r\nContent-Length: 8".encode(),
+        f"GET /v1/models HTTP/1.1\r\nHost: localhost:{port}\r\nAccept-Encoding: identity\r\n"
+        "Content-Type: application/json\r\nAuthorization: Bearer k".encode()]
+    assert server.bodies == [b'{"x": 1}', b""]
+
+
+def test_interim_answers_are_skipped_and_a_bodiless_one_keeps_the_connection(serve):
+    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+    answers = {1: interim + _response(),
+               2: b"HTTP/1.1 204 No Content\r\n\r\n", 3: _response(b'{"n": 3}')}
+    server = serve(lambda n: answers[n])
+    client = Connections({}, timeout=10)
+    assert _post(client, server.url, {}) == (200, {"ok": True})
+    assert client.request("POST", server.url, b"{}") == (204, b"")
+    assert _post(client, server.url, {}) == (200, {"n": 3})
+    assert server.connections == 1
+
+
+def test_connection_close_is_obeyed_and_the_first_of_a_repeated_field_counts(serve):
+    head = "HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Length: 3\r\nConnection: Close\r\n\r\n"
+    server = serve(lambda n: head.encode() + ANSWER)
+    client = Connections({}, timeout=10)
+    assert [_post(client, server.url, {}) for _ in range(2)] == [(200, {"ok": True})] * 2
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize(("answer", "error"), [
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", "IncompleteRead"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n", "IncompleteRead"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n" + ANSWER, "IncompleteRead"),
+    (b"HTTP/1.1 200 OK\r\n" + b"X-A: 1\r\n" * 101 + b"\r\n", "more than 100 headers"),
+    (b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 70000 + b"\r\n\r\n", "LineTooLong: .* header line"),
+    (b"HTTP/1.1 200 OK\r\nContent-Len", "IncompleteRead"),
+    (b"HTTP/1.1 2x0 OK\r\n\r\n", "BadStatusLine"),
+])
+def test_a_malformed_or_cut_short_answer_is_a_protocol_error(serve, answer, error):
+    server = serve(lambda n: answer, close_after=1)
+    with pytest.raises(httpx.RemoteProtocolError, match=error):
+        Connections({}, timeout=10).request("POST", server.url, b"{}")
+
+
+def test_a_line_break_in_a_header_or_a_space_in_the_path_is_refused_before_sending():
+    with pytest.raises(ValueError, match="'Authorization' is not a valid") as caught:
+        Connections({"Authorization": "Bearer k\r\nX-Injected: 1"}, timeout=10)
+    assert "Injected" not in str(caught.value)  # the value (a key) is not shown
+    with pytest.raises(ValueError, match="'X Bad'"):
+        Connections({"X Bad": "1"}, timeout=10)
+    with pytest.raises(ValueError, match="'X-Key'"):
+        Connections({"X-Key": "schlüssel€"}, timeout=10)  # not latin-1
+    with pytest.raises(httpx.InvalidURL, match="character HTTP forbids"):
+        Connections({}, timeout=10).request("GET", "http://127.0.0.1:9/v1/a b")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_https_verifies_the_server_and_keeps_its_connection(serve, tmp_path, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server = serve(lambda n: _response(), tls=tls)
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):  # not trusted yet
+        Connections({}, timeout=10).request("POST", server.url, b"{}")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the default context now trusts it
+    client = Connections({}, timeout=10)
+    assert [_post(client, server.url, {"n": i}) for i in range(3)] == [(200, {"ok": True})] * 3
+    assert server.requests == 3 and server.connections == 2  # the refused handshake, then one kept

@@ -147,6 +147,14 @@ def test_429_and_500_are_retried_then_succeed(scripted, monkeypatch):
     assert handler.seen[0]["auth"] == "Bearer sk-test"
 
 
+def test_a_key_with_a_line_break_is_refused_before_any_request(scripted, monkeypatch):
+    url, handler = scripted
+    monkeypatch.setenv("A2C_TEST_KEY", "sk-test\r\nX-Injected: 1")
+    with pytest.raises(BackendError, match=r"'Authorization' is not a valid.*\$A2C_TEST_KEY") as caught:
+        _generator([url], api_key_env="A2C_TEST_KEY")
+    assert "sk-test" not in str(caught.value) and handler.seen == []
+
+
 def test_client_errors_are_not_retried(scripted):
     url, handler = scripted
     handler.script = [(400, '{"error": "bad temperature"}'), (200, GOOD)]

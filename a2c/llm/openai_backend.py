@@ -123,7 +123,10 @@ class OpenAIBackend:
         key = os.environ.get(config.api_key_env)
         remember_secret(key)  # masked in every error line, whatever the variable is called
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = Connections(headers, config.timeout)
+        try:
+            self._http = Connections(headers, config.timeout)
+        except ValueError as exc:  # a line break or a non-latin-1 character in the key
+            raise BackendError(f"{exc}: check the key in ${config.api_key_env}") from None
         self._urls = itertools.cycle(config.base_urls)
         self._urls_lock = threading.Lock()
 

@@ -63,8 +63,8 @@ def served(upstream: SlowServer, tmp_path_factory: pytest.TempPathFactory) -> It
                                   "--retries", "1", "--max-batch", str(CLIENTS), "--batch-window", "10",
                                   env=keyed),
         "hanging": ServeProcess(folder, "hanging", *common, "--config", str(folder / "serve.yaml"),
-                                "--retries", "0", "--timeout", "5", "--deadline",
-                                "3", "--max-batch", str(CLIENTS), "--batch-window", "1", env=keyed),
+                                "--retries", "0", "--timeout", "12", "--deadline",
+                                "8", "--max-batch", str(CLIENTS), "--batch-window", "1", env=keyed),
     }
     try:
         for proc in procs.values():
@@ -285,8 +285,9 @@ def test_a_failing_prompt_fails_only_the_requests_that_needed_it(served, upstrea
 
 def test_a_pass_whose_clients_all_left_stops_asking(served, upstream):
     """The upstream hangs: 64 clients get 504 at the deadline; the pass ends after the step in flight
-    (each hung call gives up after --timeout 5) instead of working on for nobody, and the server answers
-    again as soon as the upstream does."""
+    (each hung call gives up after --timeout 12) instead of working on for nobody, and the server answers
+    again as soon as the upstream does. The deadline (8 s) leaves a loaded machine time to send all 64
+    first-step calls before the clients leave (with 3 s, a busy CI machine sent 52)."""
     proc = served["hanging"]
     upstream.reset(delays=[HANG] * 10_000)
     questions = [f"How tall is tower number {i}?" for i in range(CLIENTS)]

@@ -124,9 +124,10 @@ def _chunked(reader: BinaryIO) -> bytes:
         size = _line(reader, "chunk size").split(b";", 1)[0].strip()
         if not size or size.lstrip(b"0123456789abcdefABCDEF"):
             raise http.client.IncompleteRead(b"".join(parts))
-        if not int(size, 16):
+        length = int(size, 16)
+        if not length:
             break
-        parts.append(_exactly(reader, int(size, 16)))
+        parts.append(_exactly(reader, length))
         _exactly(reader, 2)  # the chunk's line end
     while _line(reader, "trailer line") not in _LINE_ENDS:
         pass  # trailer fields: nothing a2c reads
@@ -135,11 +136,11 @@ def _chunked(reader: BinaryIO) -> bytes:
 
 def _answer(reader: BinaryIO, method: str) -> tuple[int, bytes, bool]:
     """Status, body, and whether the connection may carry another request."""
-    version, status = _status(reader)
-    fields = _headers(reader)
-    while 100 <= status < 200 and status != 101:  # 100 Continue, 103 Early Hints: the answer follows
+    while True:
         version, status = _status(reader)
         fields = _headers(reader)
+        if not 100 <= status < 200 or status == 101:
+            break  # interim answers (100 Continue, 103 Early Hints) come before the one that counts
     connection = fields.get(b"connection", b"").lower()
     keep = b"close" not in connection if version == b"HTTP/1.1" else b"keep-alive" in connection
     if method == "HEAD" or status in (204, 304) or status < 200:

@@ -253,3 +253,18 @@ def test_replicates_are_exact_when_a_resample_holds_more_answers_than_float32_co
             assert prrs[r] == pytest.approx(prediction_rejection_ratio(drawn), rel=1e-13)
             checked += 1
     assert checked > 20
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 5000), min_size=1, max_size=6))
+def test_the_kept_harmonic_table_gives_the_floats_a_fresh_one_would(sizes):
+    """Every chunk of every interval asks for H[0..n]; the table is kept and extended, so whatever the
+    order of sizes asked, each answer is bit for bit the cumulative sum made for that n alone."""
+    from a2c.metrics import signal as signal_module
+
+    signal_module._HARMONIC = np.zeros(1)
+    for n in sizes:
+        fresh = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+        kept = signal_module._harmonic(n)
+        assert kept.shape == (n + 1,) and np.array_equal(kept, fresh)
+    assert len(signal_module._HARMONIC) > max(sizes)

@@ -111,9 +111,17 @@ def _auroc(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
         return area
 
 
+_HARMONIC = np.zeros(1)  # H[0..]: the longest table asked for so far
+
+
 def _harmonic(n: int) -> np.ndarray:
-    """H[k] = 1 + 1/2 + ... + 1/k for k = 0..n (H[0] = 0)."""
-    return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
+    """H[k] = 1 + 1/2 + ... + 1/k for k = 0..n (H[0] = 0). Kept and extended, not remade: every chunk of
+    every interval asks for it, and at 100,000 questions n is a resample's answers (hundreds of
+    thousands). A cumulative sum adds in order, so a longer table starts with the same floats."""
+    global _HARMONIC
+    if len(_HARMONIC) <= n:
+        _HARMONIC = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, max(n, 2 * len(_HARMONIC)) + 1))])
+    return _HARMONIC[:n + 1]
 
 
 def _prr(pos: np.ndarray, total: np.ndarray) -> np.ndarray:

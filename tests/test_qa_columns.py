@@ -12,12 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a2c.metrics.sets import JudgeScores
+from a2c.metrics.signal import signal
 from a2c.qa.columns import MetricColumns, SelectionColumns, UncertaintyColumns, optional
-from a2c.qa.rows import SOURCES, Accuracy, MetricRow, SelectionScoreRow, UncertaintyRow
+from a2c.qa.rows import PHASES, SOURCES, Accuracy, MetricRow, SelectionScoreRow, UncertaintyRow
 from a2c.qa.summary import (
     Mean,
     answer_groups,
     before_after_changes,
+    consistency_signal,
     graph_label,
     paired,
     signal_groups,
@@ -231,3 +233,28 @@ def test_paired_differences_are_computed_size_by_size_and_returned_as_asked(monk
     assert sizes == [2, 2, 5, 5, 9]
     assert done == [real(b, a, 3) for b, a in asks]
     assert done[0] != done[1] and done[0] == done[3]
+
+
+@settings(max_examples=25, deadline=None)
+@given(metric_rows(), uncertainty_rows())
+def test_signals_are_computed_by_source_and_phase_and_listed_metric_by_metric(rows, uncertainty_rows):
+    """The intervals of one (source, phase) resample the same sets, so the groups come a (source, phase)
+    at a time (their draws are kept for the last few sizes only); the signal table still lists metric by
+    metric, set-level before answer-level, each value the signal of its own groups."""
+    metrics, uncertainty = MetricColumns.read(rows), UncertaintyColumns.read(uncertainty_rows)
+    where = [(source, phase) for source in SOURCES for phase in PHASES]
+    per_set = list(signal_groups(metrics, JUDGES, "exact", uncertainty))
+    per_answer = list(answer_groups(uncertainty))
+    for keys in ([k for k, _ in per_set], [k for k, _ in per_answer]):
+        ranks = [where.index((source, phase)) for _, source, phase in keys]
+        assert ranks == sorted(ranks)
+    found = consistency_signal(metrics, JUDGES, "exact", uncertainty, seed=1)
+    listed = []
+    for level, keys in (("set", [k for k, _ in per_set]), ("answer", [k for k, _ in per_answer])):
+        names = list(dict.fromkeys(name for name, _, _ in keys))
+        listed += sorted(((*k, level) for k in keys),
+                         key=lambda k: (names.index(k[0]), where.index((k[1], k[2]))))
+    assert list(found) == listed
+    expected = {(*k, "set"): signal(g, seed=1) for k, g in per_set}
+    expected.update({(*k, "answer"): signal(g, seed=1, clusters=sets) for k, (g, sets) in per_answer})
+    assert found == expected

@@ -15,6 +15,7 @@ import csv
 
 import pytest
 
+from a2c.metrics.bootstrap import defined_pairs
 from a2c.run.pipeline import run_experiment
 from tests.scale_runs import result_digests, scale_config
 
@@ -60,9 +61,22 @@ EXPECTED_1000 = {
 }
 
 
-def test_a_200_question_run_gives_the_stored_results(tmp_path):
+def test_a_200_question_run_gives_the_stored_results(tmp_path, monkeypatch):
+    import a2c.qa.summary as summary
+
+    sizes: list[int] = []  # pairs resampled by each paired difference of the summary, in computing order
+    real = summary.paired
+
+    def counting(before, after, seed):
+        sizes.append(defined_pairs(before, after))
+        return real(before, after, seed)
+
+    monkeypatch.setattr(summary, "paired", counting)
     config = scale_config(tmp_path, 200)
     result = run_experiment(config, progress=False)
+    # the before → after cells and the selection table in one pass by size: a size they share is drawn
+    # once (apart, each table went up the sizes on its own)
+    assert len(sizes) > 20 and len(set(sizes)) > 3 and sizes == sorted(sizes)
     # a few of the numbers behind the digests, so a failure shows what moved
     with (config.run_dir / "table_selection.csv").open(encoding="utf-8") as handle:
         table = {(r["method"], r["selection"]): r for r in csv.DictReader(handle)}

@@ -7,9 +7,10 @@ version) is refused with one line naming the command that recomputes it from the
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Final, Literal, cast
+from typing import Final, Literal, TypeVar, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -298,17 +299,20 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                    for (name, source, phase, level), result in
                    consistency_signal(metrics, judges, entropy_judge, uncertainty, seed=config.seed,
                                       extra=extra).items()]
-    before_after = before_after_changes(metrics, judges, sims, entropy_judge, seed=config.seed, extra=extra)
+    paired = _PairedBatch(config.seed)  # the before → after cells' and the selection table's, together
+    before_after = _ask_before_after(paired, metrics, judges, sims, entropy_judge, extra)
     del metrics, uncertainty
     scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name)
                                    else ())
     # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
     generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
     labels = {name: SELECTION_METHODS.get(name).label for name in scores.methods if name in SELECTION_METHODS}
+    selection = _ask_selection(paired, scores, sims, labels)
+    differences = paired.run()
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
-                     before_after=before_after,
-                     selection=summarize_selection(scores, sims, labels, seed=config.seed), seed=config.seed,
+                     before_after=before_after(differences), selection=selection(differences),
+                     seed=config.seed,
                      format_following=format_following(store.iter_rows(CHOICES), generations,
                                                        config.variation.answer_field)
                      if has_choices else {})
@@ -339,6 +343,8 @@ def paired(before: Sequence[float | None], after: Sequence[float | None], seed: 
 
 
 Paired = Sequence[float | None] | np.ndarray  # one side of a paired difference: None or NaN is undefined
+T = TypeVar("T")
+Finish = Callable[[list[Difference]], list[T]]  # builds a table once its batch's differences are computed
 
 
 class _PairedBatch:
@@ -346,7 +352,9 @@ class _PairedBatch:
     number of pairs one after another. They all use the summary's seed, so those draw the same resamples,
     which `a2c.metrics.bootstrap` keeps for the last few sizes only. In the order the tables list them
     the sizes alternate; at 100,000 questions one draw is about 200 MB, so a size would be drawn again
-    whenever two others came between. The values do not depend on the order they are computed in."""
+    whenever two others came between. A summary asks its before → after cells and its selection table
+    in one batch: apart, the sizes the two share were drawn twice. The values do not depend on the order
+    they are computed in."""
 
     def __init__(self, seed: int) -> None:
         self._seed = seed
@@ -379,6 +387,13 @@ def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similari
     """Every before → after cell's change as a paired difference over the questions that have both
     phases (a set undefined in either phase drops that question from that cell)."""
     batch = _PairedBatch(seed)
+    return _ask_before_after(batch, metrics, judges, similarities, entropy_judge, extra)(batch.run())
+
+
+def _ask_before_after(batch: _PairedBatch, metrics: MetricColumns, judges: Sequence[str],
+                      similarities: Sequence[str], entropy_judge: str, extra: Sequence[MetricColumn]
+                      ) -> Finish[BeforeAfter]:
+    """`before_after_changes`, its differences asked of `batch`."""
     asked = []
     for source in SOURCES:
         before = _last_row(metrics, metrics.where(source, "before"))
@@ -394,19 +409,25 @@ def before_after_changes(metrics: MetricColumns, judges: Sequence[str], similari
                       {j: change(metrics.judge("cons_sem", j)) for j in judges},
                       change(metrics.judge("entropy", entropy_judge)), change(metrics.cons_lex),
                       {c.key: change(metrics.extra(c.key)) for c in extra}))
-    done = batch.run()
-    return [BeforeAfter(source=source, accuracy={s: done[k] for s, k in accuracy.items()},
-                        consistency={j: done[k] for j, k in consistency.items()}, entropy=done[entropy],
-                        cons_lex=done[cons_lex], extra={key: done[k] for key, k in computed.items()})
-            for source, accuracy, consistency, entropy, cons_lex, computed in asked]
+    return lambda done: [
+        BeforeAfter(source=source, accuracy={s: done[k] for s, k in accuracy.items()},
+                    consistency={j: done[k] for j, k in consistency.items()}, entropy=done[entropy],
+                    cons_lex=done[cons_lex], extra={key: done[k] for key, k in computed.items()})
+        for source, accuracy, consistency, entropy, cons_lex, computed in asked]
 
 
 def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
                         labels: Mapping[str, str], *, seed: int = 0) -> list[SelectionSummary]:
     """Per source and method (in the order the rows list them): mean accuracy of the picks, don't-know
     share, calls, and the paired differences to `random` and `a2c` over the referenced questions."""
-    methods = scores.methods
     batch = _PairedBatch(seed)
+    return _ask_selection(batch, scores, similarities, labels)(batch.run())
+
+
+def _ask_selection(batch: _PairedBatch, scores: SelectionColumns, similarities: Sequence[str],
+                   labels: Mapping[str, str]) -> Finish[SelectionSummary]:
+    """`summarize_selection`, its differences asked of `batch`."""
+    methods = scores.methods
     asked: list[tuple[SelectionSummary, dict[str, dict[str, int]]]] = []  # the comparisons filled in last
     for source in SOURCES:
         mine = scores.where(source)
@@ -433,10 +454,10 @@ def summarize_selection(scores: SelectionColumns, similarities: Sequence[str],
                 dont_know_share=int((scores.dont_know[picks] == 1).sum()) / len(picks)
                 if len(picks) and can_say_idk else None,
                 calls=int(scores.calls[rows].sum()), vs_random={}, vs_a2c={}), versus))
-    done = batch.run()
-    return [summary.model_copy(update={f"vs_{other}": {s: done[k] for s, k in versus.get(other, {}).items()}
-                                       for other in ("random", "a2c")})
-            for summary, versus in asked]
+    return lambda done: [
+        summary.model_copy(update={f"vs_{other}": {s: done[k] for s, k in versus.get(other, {}).items()}
+                                   for other in ("random", "a2c")})
+        for summary, versus in asked]
 
 
 # -- consistency as a signal of correctness ---------------------------------------------------------------
@@ -488,21 +509,27 @@ def uncertainty_scores(uncertainty: UncertaintyColumns) -> dict[str, np.ndarray]
 
 
 Key = tuple[str, Source, Phase]
+Level = Literal["set", "answer"]  # a signal over sets (a set's score for its answers) or over answers
+
+
+def _where_rank(key: Key) -> int:
+    """A key's (source, phase) in the order the signal generators go through them."""
+    return SOURCES.index(key[1]) * len(PHASES) + PHASES.index(key[2])
 
 
 def _grouped(columns: Mapping[str, np.ndarray], rows: Columns, answers: np.ndarray, accurate: np.ndarray
              ) -> Iterator[tuple[Key, Groups]]:
     """(metric, source, phase) and the referenced sets (`accurate` ≥ 0) with a defined score, as `Groups`;
     a key for every source and phase with referenced sets, even when no score is defined. Yielded one at a
-    time, so no more than one metric's groups are alive (a 100,000-question run has hundreds of them)."""
-    referenced = {}
+    time, so no more than one metric's groups are alive (a 100,000-question run has hundreds of them);
+    source and phase outermost, so the metrics that resample the same sets come one after another."""
     for source in SOURCES:
         for phase in PHASES:
             mine = rows.where(source, phase)
-            referenced[(source, phase)] = mine[accurate[mine] >= 0]
-    for name, values in columns.items():
-        for (source, phase), mine in referenced.items():
-            if len(mine):
+            mine = mine[accurate[mine] >= 0]
+            if not len(mine):
+                continue
+            for name, values in columns.items():
                 kept = mine[~np.isnan(values[mine])]
                 yield (name, source, phase), Groups.of(values[kept], answers[kept], accurate[kept])
 
@@ -513,12 +540,15 @@ def signal_groups(metrics: MetricColumns, judges: Sequence[str], entropy_judge: 
     """(metric, source, phase) and the sets with references and a defined score, as `Groups` for
     `a2c.metrics.signal`: every answer of a set carries the set's score, its accuracy is the target.
     Cons_sem, entropy and Cons_lex from `metrics.jsonl`, the per-set uncertainty measures from
-    `uncertainty.jsonl`."""
-    yield from _grouped(signal_scores(metrics, judges, entropy_judge, extra), metrics, metrics.n,
-                        metrics.n_accurate)
-    if uncertainty is not None:
-        yield from _grouped(uncertainty_scores(uncertainty), uncertainty, uncertainty.answers_n,
-                            uncertainty.accurate_n)
+    `uncertainty.jsonl`; one (source, phase) after another, each with all its metrics."""
+    per_set = _grouped(signal_scores(metrics, judges, entropy_judge, extra), metrics, metrics.n,
+                       metrics.n_accurate)
+    if uncertainty is None:
+        yield from per_set
+        return
+    yield from heapq.merge(per_set, _grouped(uncertainty_scores(uncertainty), uncertainty,
+                                             uncertainty.answers_n, uncertainty.accurate_n),
+                           key=lambda item: _where_rank(item[0]))
 
 
 def answer_groups(uncertainty: UncertaintyColumns | None) -> Iterator[tuple[Key, tuple[Groups, np.ndarray]]]:
@@ -527,30 +557,43 @@ def answer_groups(uncertainty: UncertaintyColumns | None) -> Iterator[tuple[Key,
     answers); one key at a time."""
     if uncertainty is None:
         return
-    for (measure, graph), (values, owners) in uncertainty.answers.items():
-        name = f"{measure_label(measure)} ({graph_label(graph)}, per answer)"
-        for source in SOURCES:
-            for phase in PHASES:
-                mine = uncertainty.where(source, phase)
-                mine = mine[uncertainty.accurate_n[mine] >= 0]
-                if not len(mine):
-                    continue
+    for source in SOURCES:
+        for phase in PHASES:
+            mine = uncertainty.where(source, phase)
+            mine = mine[uncertainty.accurate_n[mine] >= 0]
+            if not len(mine):
+                continue
+            for (measure, graph), (values, owners) in uncertainty.answers.items():
                 kept = np.isin(owners, mine)
                 with_values = np.unique(owners[kept])
                 labels = uncertainty.accurate[np.isin(uncertainty.accurate_rows, with_values)]
-                yield (name, source, phase), (Groups.per_answer(_confidence(measure, values[kept]), labels),
-                                              owners[kept])
+                yield ((f"{measure_label(measure)} ({graph_label(graph)}, per answer)", source, phase),
+                       (Groups.per_answer(_confidence(measure, values[kept]), labels), owners[kept]))
 
 
 def consistency_signal(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str,
                        uncertainty: UncertaintyColumns | None = None, *, seed: int = 0,
                        extra: Sequence[MetricColumn] = ()
-                       ) -> dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal]:
+                       ) -> dict[tuple[str, Source, Phase, Level], Signal]:
     """AUROC and PRR (with seeded bootstrap intervals) of every metric, source and phase, set-level and
-    (for per-answer confidences) answer-level; empty without references."""
-    out: dict[tuple[str, Source, Phase, Literal["set", "answer"]], Signal] = {
-        (*key, "set"): signal(g, seed=seed)
-        for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty, extra)}
-    for key, (g, sets) in answer_groups(uncertainty):
-        out[(*key, "answer")] = signal(g, seed=seed, clusters=sets)
-    return out
+    (for per-answer confidences) answer-level; empty without references. Listed metric by metric, but
+    computed one (source, phase) after another: the intervals of one (source, phase) resample the same
+    sets, and `a2c.metrics.bootstrap` keeps the draws of the last few sizes only. Metric by metric, a run
+    whose (source, phase) sizes pass that budget together (from about 103,000 questions of the paper's
+    protocol) drew every size again for every metric; this way each is drawn once."""
+    Job = tuple[Key, Level, Groups, np.ndarray | None]  # with the set of each answer, for answer-level
+    per_set: Iterator[Job] = ((key, "set", g, None)
+                              for key, g in signal_groups(metrics, judges, entropy_judge, uncertainty, extra))
+    per_answer: Iterator[Job] = ((key, "answer", g, sets) for key, (g, sets) in answer_groups(uncertainty))
+    out: dict[tuple[str, Source, Phase, Level], Signal] = {}
+    for key, level, g, sets in heapq.merge(per_set, per_answer, key=lambda item: _where_rank(item[0])):
+        out[(*key, level)] = signal(g, seed=seed, clusters=sets)
+    first_seen: dict[tuple[str, str], int] = {}
+    for name, _, _, level in out:
+        first_seen.setdefault((level, name), len(first_seen))
+
+    def listed(key: tuple[str, Source, Phase, Level]) -> tuple[bool, int, int]:
+        name, source, phase, level = key
+        return level == "answer", first_seen[(level, name)], _where_rank((name, source, phase))
+
+    return {key: out[key] for key in sorted(out, key=listed)}

@@ -17,15 +17,28 @@ import pytest
 from a2c.choose import AskToChoose
 from a2c.llm import GenerationRequest, build_generator
 from a2c.llm.scripted import ScriptedBackend
+from a2c.qa import stages
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import load_records
 from a2c.qa.report import write_report
-from a2c.qa.rows import CHOICES, GENERATIONS, MATRICES, METRICS, PARAPHRASES, SELECTIONS, RunFile
+from a2c.qa.rows import (
+    CHOICES,
+    GENERATIONS,
+    MATRICES,
+    METRICS,
+    PARAPHRASES,
+    SELECTION_SCORES,
+    SELECTIONS,
+    RunFile,
+)
+from a2c.qa.scoring import score_answers
 from a2c.qa.stages import STAGES
 from a2c.qa.stages import QAContext as RunContext
+from a2c.qa.task import load_data
 from a2c.run.pipeline import RunFolderError, RunResult, claim_run_folder, report_run, run_experiment
 from a2c.run.stage import Generators, Stage, run_stages
 from a2c.run.store import MemoryStore, RunFolder
+from tests.scale_runs import scale_config
 
 # replies: option numbers, option texts, a two-line one; as paraphrases only the question passes the checks
 SCRIPT = "scripted:1|2|Paris|Rome\nMadrid|Which one?"
@@ -95,6 +108,44 @@ def test_a_new_threshold_reruns_metrics_and_an_unchanged_output_stops_there(root
     result = run_experiment(_config(root, judges=[{"name": "exact", "threshold": 0.9}]), progress=False)
     assert _ran(result) == ["metrics"]
     assert (root / "run" / "metrics.jsonl").read_bytes() == before
+
+
+def test_each_pick_gets_the_scores_of_its_own_text_scored_once_with_its_sets_answers(tmp_path, monkeypatch):
+    """A pick is one of its set's answers (or the "don't know" option's text): the before phase scores it with
+    them, so a picked answer is not scored a second time, and its row holds what scoring its text alone
+    gives. The stand-in model of the scale runs picks both kinds."""
+    scored: list[int] = []
+    real = stages.score_columns
+
+    def counting(similarities, answers, records):
+        scored.append(len(answers))
+        return real(similarities, answers, records)
+
+    monkeypatch.setattr(stages, "score_columns", counting)
+    config = scale_config(tmp_path, 8)
+    run_experiment(config, progress=False)
+    folder = RunFolder(tmp_path / "run")
+    records = {r.id: r for r in load_data(config)}
+    picks, scores = folder.read_rows(SELECTIONS), folder.read_rows(SELECTION_SCORES)
+    generations, choices = folder.read_rows(GENERATIONS), folder.read_rows(CHOICES)
+    answers: dict[tuple[str, str], list[str]] = {}
+    for g in generations:
+        answers.setdefault((g.id, g.source), []).append(g.short)
+    others = [p for p in picks if p.text is not None
+              and (p.candidate is None or answers[(p.id, p.source)][p.candidate] != p.text)]
+    assert others and len(others) < sum(p.text is not None for p in picks)  # both kinds are in this run
+    assert sum(scored) == len(generations) + sum(c.text is not None for c in choices) + len(others)
+    by_key = {(row.id, row.source, row.method): row for row in scores}
+    for pick in picks:
+        row = by_key[(pick.id, pick.source, pick.method)]
+        for sim in ("rouge1", "bleu"):
+            mine = row.accuracy[sim]
+            if pick.text is None:
+                assert mine is None
+            else:
+                alone = score_answers(sim, [pick.text], [records[pick.id]])[0]
+                assert mine is not None
+                assert (mine.max_true, mine.diff, mine.acc) == (alone.max_true, alone.diff, alone.acc)
 
 
 def test_new_temperatures_rerun_answers_onward(root):

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
-from itertools import islice
 from typing import NamedTuple
 
 import numpy as np
@@ -23,7 +22,7 @@ from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.llm.config import generator_slice
 from a2c.llm.progress import status
-from a2c.metrics import TruthfulQAScores, cons_lex, expected_random_accuracy
+from a2c.metrics import cons_lex
 from a2c.metrics.set_metrics import AnswerSet, computed_metrics
 from a2c.metrics.sets import chunk_judge_scores
 from a2c.prompting.paraphrase import paraphrase_questions
@@ -60,7 +59,8 @@ from a2c.qa.rows import (
     UncertaintyRow,
 )
 from a2c.qa.scoring import ScoreColumns, score_columns
-from a2c.qa.selection import RANDOM, SelectionInputs, method_judges, method_settings, select
+from a2c.qa.selection import SelectionInputs, method_judges, method_settings, select
+from a2c.qa.selection_accuracy import SelectionAccuracy
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
@@ -358,44 +358,6 @@ def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
         yield from select(inputs, ctx.config.selection_methods)
 
 
-_ACCURACY_FIELDS = tuple(Accuracy.model_fields)
-
-
-class RandomPicks:
-    """What the `random` rows need, kept for the whole run while the metrics stage goes chunk by chunk:
-    per question and source, whether the set has a candidate and, per similarity, the expected accuracy of
-    a uniformly drawn one (NaN: none). Arrays of floats rather than an object per set, so 100,000 questions
-    cost a few MB; the values are the computed floats themselves, so the rows are the same."""
-
-    def __init__(self, questions: list[Question], sims: list[str]) -> None:
-        self._index = {q.id: k for k, q in enumerate(questions)}
-        self._sims = sims
-        self._picked = np.zeros((len(questions), len(SOURCES)), dtype=bool)
-        self._values = np.full((len(questions), len(SOURCES), len(sims), len(_ACCURACY_FIELDS)), np.nan)
-
-    def put(self, question: str, source: Source, picked: bool, per_sim: dict[str, ScoreColumns]) -> None:
-        """A set's entry: `per_sim` holds each similarity's scores of its answers (empty: no references)."""
-        at = (self._index[question], SOURCES.index(source))
-        self._picked[at] = picked
-        for k, sim in enumerate(self._sims):
-            if sim in per_sim and len(per_sim[sim]):
-                self._values[at][k] = [expected_random_accuracy(getattr(per_sim[sim], name).tolist())
-                                       for name in _ACCURACY_FIELDS]
-
-    def row(self, question: str, source: Source, referenced: bool) -> SelectionScoreRow:
-        """The `random` row of a set (a question without references has no accuracy)."""
-        at = (self._index[question], SOURCES.index(source))
-        accuracy = {sim: None if np.isnan(v[0]) else
-                    Accuracy.model_validate(dict(zip(_ACCURACY_FIELDS, v.tolist(), strict=True)))
-                    for sim, v in zip(self._sims, self._values[at], strict=True)} if referenced else {}
-        return SelectionScoreRow(id=question, source=source, method=RANDOM, picked=bool(self._picked[at]),
-                                 unparsed=False, dont_know=None, calls=0, accuracy=accuracy)
-
-
-def _accuracy(score: TruthfulQAScores | None) -> Accuracy | None:
-    return None if score is None else Accuracy(max_true=score.max_true, diff=score.diff, acc=score.acc)
-
-
 def _mean_accuracy(per_answer: ScoreColumns) -> Accuracy | None:
     """The means of the answers' scores: one row per field, each averaged along its own contiguous row
     (numpy sums a contiguous row pairwise, as it would the field's list alone: the same floats)."""
@@ -426,16 +388,24 @@ class _SetFields(NamedTuple):
 
 
 def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets, matrices: MatrixSet,
-                 random_picks: RandomPicks) -> tuple[list[MetricRow], list[UncertaintyRow]]:
-    """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also what a random
-    pick from each set would be (into `random_picks`)."""
+                 selection: SelectionAccuracy, picks: list[SelectionRow]
+                 ) -> tuple[list[MetricRow], list[UncertaintyRow]]:
+    """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also the accuracy of
+    the chunk's `picks` and what a random pick from each set would be (into `selection`)."""
     judges = ctx.judges()
     extra = computed_columns(list(judges))
     sims = [spec.name for spec in ctx.config.accuracy.similarities]
     # questions without references have no accuracy: they are left out here, their rows get none
     flat = [(q.id, s, k) for q in chunk if ctx.records[q.id].has_references
             for s in SOURCES for k in range(len(sets[q.id][s]))]
-    found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat], [ctx.records[qid] for qid, _, _ in flat])
+    scored_picks = [p for p in picks if p.text is not None and ctx.records[p.id].has_references]
+    answer_picks = [_is_answer(p, sets) for p in scored_picks]
+    # a pick that is one of its set's answers takes that answer's scores; the others (the "don't know"
+    # option's text) are scored in the same batch, after the answers
+    others = [p for p, is_answer in zip(scored_picks, answer_picks, strict=True) if not is_answer]
+    found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat] + [p.text or "" for p in others],
+                    [ctx.records[qid] for qid, _, _ in flat] + [ctx.records[p.id] for p in others])
+    starts: dict[tuple[str, Source], int] = {}
     scored = 0  # where the next referenced set's answers begin in `found` (its sets are laid end to end)
     # a chunk's set scores and uncertainty measures are computed for all its sets at once
     # (`chunk_judge_scores`, `chunk_measures`): each set's matrices and decisions are gathered first
@@ -448,6 +418,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             texts = sets[q.id][s]
             per_sim = {sim: found[sim].take(slice(scored, scored + len(texts))) for sim in sims} \
                 if referenced else {}
+            starts[(q.id, s)] = scored
             scored += len(texts) if referenced else 0
             accurate = (per_sim[sims[0]].acc == 1.0).tolist() if referenced else None
             set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
@@ -459,7 +430,11 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
                                    {sim: _mean_accuracy(values) for sim, values in per_sim.items()},
                                    compute_columns(extra, texts, judged)))
             if phase == "before":
-                random_picks.put(q.id, s, bool(texts), per_sim)
+                selection.put_set(q.id, s, bool(texts), per_sim)
+    others_at = iter(range(len(flat), len(flat) + len(others)))
+    pick_at = np.array([starts[(p.id, p.source)] + (p.candidate or 0) if is_answer else next(others_at)
+                        for p, is_answer in zip(scored_picks, answer_picks, strict=True)], dtype=np.int64)
+    selection.put_picks(scored_picks, {sim: found[sim].take(pick_at) for sim in sims})
     set_scores = iter(chunk_judge_scores(judged_sets))
     metric_rows = [MetricRow(id=row.id, source=row.source, phase=phase, n=row.n,
                              n_accurate=None if row.accurate is None else sum(row.accurate),
@@ -471,23 +446,19 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     return metric_rows, uncertainty
 
 
-def _selection_scores(ctx: QAContext, random_picks: RandomPicks) -> Iterator[SelectionScoreRow]:
-    """Each pick's accuracy per similarity, `chunk_size` questions' worth of picks at a time, then `random`:
-    the exact expectation over the scores of the source's candidates."""
-    sims = [spec.name for spec in ctx.config.accuracy.similarities]
-    batch = ctx.config.chunk_size * len(SOURCES) * len(ctx.config.selection_methods)
-    picks = ctx.store.iter_rows(SELECTIONS)
-    while part := list(islice(picks, batch)):
-        scored = [k for k, r in enumerate(part) if r.text is not None and ctx.records[r.id].has_references]
-        found = _scores(ctx, [part[k].text or "" for k in scored], [ctx.records[part[k].id] for k in scored])
-        pick_scores = {sim: dict(zip(scored, values.rows(), strict=True)) for sim, values in found.items()}
-        yield from (SelectionScoreRow(id=pick.id, source=pick.source, method=pick.method,
-                                      picked=pick.text is not None, unparsed=pick.unparsed,
-                                      dont_know=pick.dont_know, calls=pick.calls,
-                                      accuracy={sim: _accuracy(pick_scores[sim].get(k)) for sim in sims}
-                                      if ctx.records[pick.id].has_references else {})
-                    for k, pick in enumerate(part))
-    yield from (random_picks.row(q.id, s, ctx.records[q.id].has_references)
+def _is_answer(pick: SelectionRow, sets: Sets) -> bool:
+    """Whether the pick's text is that of the answer it names (`candidate`), whose scores are then its."""
+    answers = sets[pick.id][pick.source]
+    k = pick.candidate
+    return k is not None and k < len(answers) and answers[k] == pick.text
+
+
+def _selection_scores(ctx: QAContext, selection: SelectionAccuracy) -> Iterator[SelectionScoreRow]:
+    """Each pick's accuracy per similarity (scored in the before phase), in the order of the picks' file, then
+    `random`: the exact expectation over the scores of the source's candidates."""
+    yield from (selection.pick_row(pick, ctx.records[pick.id].has_references)
+                for pick in ctx.store.iter_rows(SELECTIONS))
+    yield from (selection.random_row(q.id, s, ctx.records[q.id].has_references)
                 for q in ctx.questions for s in SOURCES)
 
 
@@ -497,17 +468,20 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     questions, each written as it is done, with only that chunk's answers and matrices read: what is held
     for the whole run is a few numbers per set for the `random` rows."""
     phases = [p for p in PHASES if p == "before" or ctx.config.ask_to_choose.enabled]
-    random_picks = RandomPicks(ctx.questions, [spec.name for spec in ctx.config.accuracy.similarities])
-    with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out):
+    selection = SelectionAccuracy(ctx.questions, [m.name for m in ctx.config.selection_methods],
+                                  [spec.name for spec in ctx.config.accuracy.similarities])
+    with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out), \
+            ctx.store.item_rows(SELECTIONS, _ids(ctx.questions)) as picks:
         for p in phases:
             with ctx.store.matrix_reader(MATRICES[p]) as reader, _phase_sets(ctx, p) as sets_of:
                 for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
                     matrices = reader.read({q.id for q in chunk})
-                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets_of(chunk), matrices, random_picks)
+                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets_of(chunk), matrices, selection,
+                                                     picks.rows(_ids(chunk)) if p == "before" else [])
                     append_rows(METRICS, metrics_out, rows)
                     append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
-    ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, random_picks))
-    del random_picks
+    ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, selection))
+    del selection
     summary = summarize_metrics(ctx.store, ctx.config, _prompts_cut(ctx))
     ctx.store.write_text(SUMMARY.name, summary.model_dump_json(indent=2) + "\n")
 

@@ -60,7 +60,7 @@ def test_two_runs_give_method_by_run_rows_with_paired_intervals(runs):
 
 
 def test_a2c_columns_and_format_following_come_from_the_runs_rows(runs):
-    from a2c.qa.format_following import format_following
+    from a2c.qa.format_following import format_following, held
     from a2c.qa.rows import CHOICES, GENERATIONS, SELECTIONS
 
     comparison = compare_runs(list(runs), labels=["seed 0", "seed 1"])
@@ -70,7 +70,7 @@ def test_a2c_columns_and_format_following_come_from_the_runs_rows(runs):
     row = next(r for r in comparison.table().rows if r[:2] == ["cross-temperature", "seed 1"])
     assert row[-2:] == [f"{sum(bool(p.dont_know) for p in picked) / len(picked):.3f}",
                         f"{sum(p.calls for p in picks) / len(picks):.2f}"]
-    expected = format_following(folder.read_rows(CHOICES), folder.read_rows(GENERATIONS), "short")
+    expected = format_following(folder.read_rows(CHOICES), held(folder.read_rows(GENERATIONS)), "short")
     assert comparison.runs[1].following == expected
     following = comparison.following_table()
     assert [r[:2] for r in following.rows] == [[METHODS[s], label] for s in METHODS for label in

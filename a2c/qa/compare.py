@@ -30,6 +30,7 @@ from a2c.qa.format_following import (
     FormatFollowing,
     format_following,
     format_following_table,
+    held,
 )
 from a2c.qa.metric_columns import MetricColumn
 from a2c.qa.rows import (
@@ -280,7 +281,7 @@ def _a2c_figures(run: OpenedRun, questions: set[str]
         return picks, {}
     choices = [c for c in folder.read_rows(CHOICES) if c.id in questions]
     generations = [g for g in folder.read_rows(GENERATIONS) if g.id in questions]
-    return picks, format_following(choices, generations, run.config.variation.answer_field)
+    return picks, format_following(choices, held(generations), run.config.variation.answer_field)
 
 
 def _questions(run: OpenedRun, rows: Sequence[MetricRow]) -> dict[str, str]:

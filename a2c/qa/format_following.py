@@ -14,7 +14,7 @@ does, so a run measures it per source from its rank replies (`choices.jsonl`) an
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -94,21 +94,53 @@ class _Tally:
             expected=[self.shares[k] / n for k in range(width)])
 
 
-def format_following(choices: Iterable[ChoiceRow], generations: Iterable[GenerationRow],
+GenerationsOf = Callable[[Sequence[str]], Iterable[GenerationRow]]
+"""The answers of some questions (e.g. `ItemRows.rows` over `generations.jsonl`, or `held`)."""
+
+_QUESTIONS_AT_ONCE = 256  # whose candidates are held while their replies are tallied
+
+
+def format_following(choices: Iterable[ChoiceRow], generations_of: GenerationsOf,
                      answer_field: AnswerField) -> dict[Source, FormatFollowing]:
-    """Format-following per source of the rank replies (empty without A2C), in one pass over each file."""
+    """Format-following per source of the rank replies (empty without A2C), in one pass over the choices.
+    The candidates are read for a few hundred questions' replies at a time: a run's answers are never all
+    held (at 100,000 questions, 2.8 million of them)."""
     # a question's samples repeat one another and its rank prompts show the same options again and again:
     # each text is normalised once while it recurs (a bounded memo, so a large run holds no more)
     normal = lru_cache(maxsize=4096)(normalize)
-    candidates: dict[tuple[str, Source], list[str]] = {}
-    for g in generations:
-        key = normal(g.answer(answer_field))
-        if key:
-            candidates.setdefault((g.id, g.source), []).append(key)
     tallies: dict[Source, _Tally] = {}
-    for c in choices:
-        tallies.setdefault(c.source, _Tally()).add(c, candidates.get((c.id, c.source), []), normal)
+    for batch, ids in _batches(choices):
+        candidates: dict[tuple[str, Source], list[str]] = {}
+        for g in generations_of(ids):
+            key = normal(g.answer(answer_field))
+            if key:
+                candidates.setdefault((g.id, g.source), []).append(key)
+        for c in batch:
+            tallies.setdefault(c.source, _Tally()).add(c, candidates.get((c.id, c.source), []), normal)
     return {source: tallies[source].result() for source in SOURCES if source in tallies}
+
+
+def _batches(choices: Iterable[ChoiceRow]) -> Iterator[tuple[list[ChoiceRow], list[str]]]:
+    """The replies in their order, cut into runs of at most `_QUESTIONS_AT_ONCE` questions, with those
+    questions' ids (the tallies add in the replies' order whatever the cuts: the same sums)."""
+    batch: list[ChoiceRow] = []
+    ids: dict[str, None] = {}
+    for c in choices:
+        if c.id not in ids and len(ids) == _QUESTIONS_AT_ONCE:
+            yield batch, list(ids)
+            batch, ids = [], {}
+        ids[c.id] = None
+        batch.append(c)
+    if batch:
+        yield batch, list(ids)
+
+
+def held(generations: Iterable[GenerationRow]) -> GenerationsOf:
+    """Answers already in memory, looked up by question (for callers that hold them: `a2c compare`)."""
+    by_id: dict[str, list[GenerationRow]] = {}
+    for g in generations:
+        by_id.setdefault(g.id, []).append(g)
+    return lambda ids: [g for i in ids for g in by_id.get(i, [])]
 
 
 def _position(ff: FormatFollowing, first: int, last: int | None = None) -> str:

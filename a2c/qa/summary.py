@@ -22,7 +22,7 @@ from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
 from a2c.qa.config import ExperimentConfig
-from a2c.qa.format_following import FormatFollowing, format_following
+from a2c.qa.format_following import FormatFollowing, format_following, held
 from a2c.qa.measures import measure_label
 from a2c.qa.metric_columns import MetricColumn, computed_columns, judge_label
 from a2c.qa.rows import (
@@ -36,6 +36,7 @@ from a2c.qa.rows import (
     SOURCES,
     UNCERTAINTY,
     Accuracy,
+    AnswerField,
     ChoiceRow,
     ParseMethod,
     Phase,
@@ -251,7 +252,8 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     entropy_judge = config.entropy_judge_name
     model = config.generator.model
     has_choices = store.exists(CHOICES.name)
-    per_source, parse_methods = _choice_counts(store.iter_rows(CHOICES)) if has_choices else ({}, {})
+    per_source, parse_methods, follow = _read_choices(store, metrics.ids, config.variation.answer_field) \
+        if has_choices else ({}, {}, {})
     groups: list[GroupSummary] = []
     for source in SOURCES:
         for phase in PHASES:
@@ -304,34 +306,51 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     del metrics, uncertainty
     scores = SelectionColumns.read(store.iter_rows(SELECTION_SCORES) if store.exists(SELECTION_SCORES.name)
                                    else ())
-    # the candidates the rank prompts showed, for their position bias (none: replies are still counted)
-    generations = store.iter_rows(GENERATIONS) if store.exists(GENERATIONS.name) else iter(())
     labels = {name: SELECTION_METHODS.get(name).label for name in scores.methods if name in SELECTION_METHODS}
     selection = _ask_selection(paired, scores, sims, labels)
     differences = paired.run()
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
                      before_after=before_after(differences), selection=selection(differences),
-                     seed=config.seed,
-                     format_following=format_following(store.iter_rows(CHOICES), generations,
-                                                       config.variation.answer_field)
-                     if has_choices else {})
+                     seed=config.seed, format_following=follow)
 
 
-def _choice_counts(choices: Iterable[ChoiceRow]) -> tuple[dict[Source, SourceCounts], dict[ParseMethod, int]]:
-    """Rank prompts, unparsed and "don't know" replies per source, and how each reply was parsed, counted
-    in one pass over the choices."""
-    per_source: dict[Source, list[int]] = {source: [0, 0, 0] for source in SOURCES}
-    methods = dict.fromkeys(PARSE_METHODS, 0)
-    for c in choices:
-        counted = per_source[c.source]
-        counted[0] += 1
-        counted[1] += not c.parsed
-        counted[2] += c.dont_know
-        if c.method in methods:
-            methods[c.method] += 1
-    return ({source: SourceCounts(rank_prompts=n, unparsed=unparsed, idk=idk)
-             for source, (n, unparsed, idk) in per_source.items()}, methods)
+def _read_choices(store: Store, questions: list[str], answer_field: AnswerField) -> tuple[
+        dict[Source, SourceCounts], dict[ParseMethod, int], dict[Source, FormatFollowing]]:
+    """The rank replies counted (per source; how each was parsed) and their format-following, in one pass
+    over the choices; the candidates the rank prompts showed are read with them, a batch of questions at a
+    time (none: the replies are still counted)."""
+    counts = _ChoiceCounts()
+    replies = counts.passing(store.iter_rows(CHOICES))
+    if store.exists(GENERATIONS.name):
+        with store.item_rows(GENERATIONS, questions) as generations:
+            follow = format_following(replies, generations.rows, answer_field)
+    else:
+        follow = format_following(replies, held(()), answer_field)
+    return *counts.result(), follow  # counted once the replies have passed
+
+
+class _ChoiceCounts:
+    """Rank prompts, unparsed and "don't know" replies per source, and how each reply was parsed, counted as
+    the replies pass by on their way to another reader."""
+
+    def __init__(self) -> None:
+        self._per_source: dict[Source, list[int]] = {source: [0, 0, 0] for source in SOURCES}
+        self._methods = dict.fromkeys(PARSE_METHODS, 0)
+
+    def passing(self, choices: Iterable[ChoiceRow]) -> Iterator[ChoiceRow]:
+        for c in choices:
+            counted = self._per_source[c.source]
+            counted[0] += 1
+            counted[1] += not c.parsed
+            counted[2] += c.dont_know
+            if c.method in self._methods:
+                self._methods[c.method] += 1
+            yield c
+
+    def result(self) -> tuple[dict[Source, SourceCounts], dict[ParseMethod, int]]:
+        return ({source: SourceCounts(rank_prompts=n, unparsed=unparsed, idk=idk)
+                 for source, (n, unparsed, idk) in self._per_source.items()}, dict(self._methods))
 
 
 # -- paired intervals over questions ----------------------------------------------------------------------

@@ -46,11 +46,12 @@ setup-models:
 	$(BIN)/a2c models list
 
 # the docs site is built strictly: a broken link or anchor fails the build (its Reference pages are generated
-# from the code at build time, docs/hooks/reference.py)
+# from the code at build time, docs/hooks/reference.py); not --quiet, which drops the warnings that --strict
+# counts, so a broken anchor passed
 test:
 	$(BIN)/ruff check a2c tests benchmarks docs
 	$(BIN)/mypy
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo 'pytest collected no tests'; exit 0; fi; exit $$rc
 
 lint:

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from a2c.metrics import rouge1_similarity, truthfulqa_scores
 from a2c.metrics.accuracy import _rouge1_scorer
 from a2c.qa.scoring import ScoreColumns
-from a2c.qa.stages import _mean_accuracy
 
 TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 
@@ -78,19 +77,22 @@ def test_rouge1_on_a_truthfulqa_row_prefers_its_best_answer():
 _SCORE = st.floats(-100.0, 100.0, allow_nan=False)
 
 
+_SET = st.lists(st.tuples(_SCORE, _SCORE, st.sampled_from([0.0, 1.0])), max_size=20) \
+    | st.lists(st.tuples(_SCORE, _SCORE, st.sampled_from([0.0, 1.0])), min_size=120, max_size=300)
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_SCORE, _SCORE, st.sampled_from([0.0, 1.0])), max_size=40),
-       st.integers(0, 9), st.integers(0, 9))
-def test_a_sets_mean_accuracy_is_each_fields_own_mean_to_the_last_bit(scores, before, after):
-    """The metrics stage averages the three fields of a set's stretch of a chunk's score columns in one
-    call; each must equal numpy's mean of that field's list alone (the rows of earlier runs pin those
-    floats), wherever the stretch lies in the columns."""
-    padded = [(1.5, -2.25, 1.0)] * before + scores + [(-7.0, 3.125, 0.0)] * after
-    columns = ScoreColumns(*(np.array([s[k] for s in padded], dtype=np.float64) for k in range(3)))
-    mean = _mean_accuracy(columns.take(slice(before, before + len(scores))))
-    if not scores:
-        assert mean is None
-        return
-    assert mean is not None
-    fields = tuple(float(np.mean([s[k] for s in scores])) for k in range(3))
-    assert (mean.max_true, mean.diff, mean.acc) == fields
+@given(st.lists(_SET, max_size=12).flatmap(lambda sets: st.permutations(sets + sets[:3])))
+def test_each_sets_mean_accuracy_is_each_fields_own_mean_to_the_last_bit(sets):
+    """The metrics stage averages the three fields of every set of a chunk at once, the sets of one size
+    together (sizes repeat here, and pass numpy's pairwise steps at 8 and 128 values); each mean must equal
+    numpy's mean of that set's field alone (the rows of earlier runs pin those floats)."""
+    laid = [s for one in sets for s in one]
+    columns = ScoreColumns(*(np.array([s[k] for s in laid], dtype=np.float64) for k in range(3)))
+    means = columns.set_means(np.array([len(one) for one in sets], dtype=np.int64))
+    assert means.shape == (len(sets), 3)
+    for one, mean in zip(sets, means.tolist(), strict=True):
+        if not one:
+            assert all(np.isnan(mean))
+            continue
+        assert tuple(mean) == tuple(float(np.mean([s[k] for s in one])) for k in range(3))

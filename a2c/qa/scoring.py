@@ -238,6 +238,49 @@ class ScoreColumns:
     def take(self, index: np.ndarray | slice) -> ScoreColumns:
         return ScoreColumns(self.max_true[index], self.diff[index], self.acc[index])
 
+    def set_means(self, sizes: np.ndarray) -> np.ndarray:
+        """Per set (laid end to end, `sizes[i]` answers for set i), the means of its (max_true, diff, acc):
+        a sets × 3 array, NaN for an empty set. The sets of one size are averaged together, each value the
+        float numpy's mean of that set's field alone gives (`_row_means`)."""
+        fields = np.stack([self.max_true, self.diff, self.acc])  # 3 × answers
+        starts = np.cumsum(sizes) - sizes
+        means = np.full((len(sizes), 3), np.nan)
+        for size in np.unique(sizes[sizes > 0]).tolist():
+            which = np.flatnonzero(sizes == size)
+            # one row per (field, set): the set's values of that field
+            rows = fields[:, starts[which, None] + np.arange(size)].reshape(-1, size)
+            means[which] = _row_means(rows).reshape(3, -1).T
+        return means
+
+
+def _row_means(rows: np.ndarray) -> np.ndarray:
+    """numpy's `mean` of each row as a 1-D array of its own, to the last bit, for all rows at once. A mean of
+    many rows along their axis may add in another order (numpy picks the loop), so the sum of each row is
+    built here column by column as numpy's pairwise summation adds a contiguous array: from 0, one value at a
+    time below 8 values, 8 running sums up to 128 (then the rest), halves (cut at a multiple of 8) above."""
+    return _pairwise_sums(rows) / rows.shape[1]
+
+
+def _pairwise_sums(rows: np.ndarray) -> np.ndarray:
+    n = rows.shape[1]
+    if n > 128:
+        half = n // 2 - (n // 2) % 8
+        return _pairwise_sums(rows[:, :half]) + _pairwise_sums(rows[:, half:])
+    if n < 8:
+        total = np.zeros(len(rows))
+        for k in range(n):
+            total = total + rows[:, k]
+        return total
+    partial = rows[:, :8].copy()
+    whole = n - n % 8
+    for k in range(8, whole, 8):
+        partial += rows[:, k:k + 8]
+    p = partial.T
+    total = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]))
+    for k in range(whole, n):
+        total = total + rows[:, k]
+    return total
+
 
 def _truthfulqa_columns(groups: Sequence[QuestionAnswers], matrices: Sequence[np.ndarray], similarity: str
                         ) -> ScoreColumns:

@@ -358,14 +358,10 @@ def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
         yield from select(inputs, ctx.config.selection_methods)
 
 
-def _mean_accuracy(per_answer: ScoreColumns) -> Accuracy | None:
-    """The means of the answers' scores: one row per field, each averaged along its own contiguous row
-    (numpy sums a contiguous row pairwise, as it would the field's list alone: the same floats)."""
-    if not len(per_answer):
-        return None
-    columns = np.stack([per_answer.max_true, per_answer.diff, per_answer.acc])
-    max_true, diff, acc = columns.mean(axis=1).tolist()
-    return Accuracy(max_true=max_true, diff=diff, acc=acc)
+def _set_means(per_answer: ScoreColumns, sizes: np.ndarray) -> list[Accuracy | None]:
+    """Each set's mean accuracy fields (None: an empty set), for the sets laid end to end in `per_answer`."""
+    return [None if n == 0 else Accuracy(max_true=max_true, diff=diff, acc=acc) for n, (max_true, diff, acc)
+            in zip(sizes.tolist(), per_answer.set_means(sizes).tolist(), strict=True)]
 
 
 def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, ScoreColumns]:
@@ -405,6 +401,9 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     others = [p for p, is_answer in zip(scored_picks, answer_picks, strict=True) if not is_answer]
     found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat] + [p.text or "" for p in others],
                     [ctx.records[qid] for qid, _, _ in flat] + [ctx.records[p.id] for p in others])
+    sizes = np.array([len(sets[q.id][s]) for q in chunk if ctx.records[q.id].has_references for s in SOURCES],
+                     dtype=np.int64)
+    means = {sim: iter(_set_means(found[sim], sizes)) for sim in sims}
     starts: dict[tuple[str, Source], int] = {}
     scored = 0  # where the next referenced set's answers begin in `found` (its sets are laid end to end)
     # a chunk's set scores and uncertainty measures are computed for all its sets at once
@@ -427,7 +426,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             judged_sets.extend((set_matrices[name], decisions[name], accurate) for name in judges)
             measured.append((set_matrices, decisions))
             rows.append(_SetFields(q.id, s, len(texts), accurate, cons_lex(texts),
-                                   {sim: _mean_accuracy(values) for sim, values in per_sim.items()},
+                                   {sim: next(means[sim]) for sim in per_sim},
                                    compute_columns(extra, texts, judged)))
             if phase == "before":
                 selection.put_set(q.id, s, bool(texts), per_sim)

@@ -29,13 +29,17 @@ from a2c.qa.rows import (
     PARAPHRASES,
     SELECTION_SCORES,
     SELECTIONS,
+    Question,
     RunFile,
+    SelectionRow,
 )
 from a2c.qa.scoring import score_answers
+from a2c.qa.selection_accuracy import SelectionAccuracy
 from a2c.qa.stages import STAGES
 from a2c.qa.stages import QAContext as RunContext
 from a2c.qa.task import load_data
 from a2c.run.pipeline import RunFolderError, RunResult, claim_run_folder, report_run, run_experiment
+from a2c.run.runfiles import RunFileError
 from a2c.run.stage import Generators, Stage, run_stages
 from a2c.run.store import MemoryStore, RunFolder
 from tests.scale_runs import scale_config
@@ -146,6 +150,14 @@ def test_each_pick_gets_the_scores_of_its_own_text_scored_once_with_its_sets_ans
                 alone = score_answers(sim, [pick.text], [records[pick.id]])[0]
                 assert mine is not None
                 assert (mine.max_true, mine.diff, mine.acc) == (alone.max_true, alone.diff, alone.acc)
+
+
+def test_a_pick_of_a_method_the_experiment_does_not_select_with_is_named():
+    accuracy = SelectionAccuracy([Question("q1", "Why?")], ["a2c", "medoid"], ["rouge1"])
+    pick = SelectionRow(id="q1", source="temperature", method="usc", text="x", candidate=0, calls=1)
+    with pytest.raises(RunFileError, match=r"a pick of method 'usc', which the experiment does not select "
+                                           r"with \(a2c, medoid\)"):
+        accuracy.pick_row(pick, referenced=True)
 
 
 def test_new_temperatures_rerun_answers_onward(root):

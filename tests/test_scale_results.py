@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+from threadpoolctl import threadpool_info
 
 from a2c.metrics.bootstrap import defined_pairs
 from a2c.run.pipeline import run_experiment
@@ -59,6 +60,16 @@ EXPECTED_1000 = {
     "table_selection.csv": "25bf23da286c4be2a2f9a264d619c132c3c337bb03e0ee506d4957eff1fff83a",
     "table_answer_or_decline.csv": "1a2494b7b389c321d5e824047e8cb630e0fbb70b77f382ed9710b65c48c15426",
 }
+
+
+@pytest.fixture(autouse=True)
+def _the_digests_blas_kernels():
+    """The digests hold OpenBLAS's AVX2 kernels' last bits (tests/conftest.py pins them): with others they
+    would differ in a few floats of 1e-16, so that is said instead of a list of changed files."""
+    cores = {info.get("architecture") for info in threadpool_info() if info.get("internal_api") == "openblas"}
+    if cores and cores != {"Haswell"}:
+        pytest.fail(f"numpy's OpenBLAS runs its {', '.join(sorted(map(str, cores)))} kernels, and the stored "
+                    "digests were made with its Haswell (AVX2) ones: run with OPENBLAS_CORETYPE=Haswell")
 
 
 def test_a_200_question_run_gives_the_stored_results(tmp_path, monkeypatch):

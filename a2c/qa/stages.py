@@ -391,9 +391,12 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     judges = ctx.judges()
     extra = computed_columns(list(judges))
     sims = [spec.name for spec in ctx.config.accuracy.similarities]
-    # questions without references have no accuracy: they are left out here, their rows get none
-    flat = [(q.id, s, k) for q in chunk if ctx.records[q.id].has_references
-            for s in SOURCES for k in range(len(sets[q.id][s]))]
+    # questions without references have no accuracy: they are left out here, their rows get none; the
+    # referenced sets' answers are scored laid end to end, each set starting where the one before ends
+    referenced_sets = [(q.id, s) for q in chunk if ctx.records[q.id].has_references for s in SOURCES]
+    sizes = np.array([len(sets[qid][s]) for qid, s in referenced_sets], dtype=np.int64)
+    starts = dict(zip(referenced_sets, (np.cumsum(sizes) - sizes).tolist(), strict=True))
+    flat = [(qid, s, k) for qid, s in referenced_sets for k in range(len(sets[qid][s]))]
     scored_picks = [p for p in picks if p.text is not None and ctx.records[p.id].has_references]
     answer_picks = [_is_answer(p, sets) for p in scored_picks]
     # a pick that is one of its set's answers takes that answer's scores; the others (the "don't know"
@@ -401,25 +404,18 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     others = [p for p, is_answer in zip(scored_picks, answer_picks, strict=True) if not is_answer]
     found = _scores(ctx, [sets[qid][s][k] for qid, s, k in flat] + [p.text or "" for p in others],
                     [ctx.records[qid] for qid, _, _ in flat] + [ctx.records[p.id] for p in others])
-    sizes = np.array([len(sets[q.id][s]) for q in chunk if ctx.records[q.id].has_references for s in SOURCES],
-                     dtype=np.int64)
     means = {sim: iter(_set_means(found[sim], sizes)) for sim in sims}
-    starts: dict[tuple[str, Source], int] = {}
-    scored = 0  # where the next referenced set's answers begin in `found` (its sets are laid end to end)
     # a chunk's set scores and uncertainty measures are computed for all its sets at once
     # (`chunk_judge_scores`, `chunk_measures`): each set's matrices and decisions are gathered first
     judged_sets: list[tuple[np.ndarray, np.ndarray, list[bool] | None]] = []
     measured: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
     rows: list[_SetFields] = []
     for q in chunk:
-        referenced = ctx.records[q.id].has_references
         for s in SOURCES:
             texts = sets[q.id][s]
-            per_sim = {sim: found[sim].take(slice(scored, scored + len(texts))) for sim in sims} \
-                if referenced else {}
-            starts[(q.id, s)] = scored
-            scored += len(texts) if referenced else 0
-            accurate = (per_sim[sims[0]].acc == 1.0).tolist() if referenced else None
+            at = starts.get((q.id, s))  # None: a question without references
+            per_sim = {} if at is None else {sim: found[sim].take(slice(at, at + len(texts))) for sim in sims}
+            accurate = None if at is None else (per_sim[sims[0]].acc == 1.0).tolist()
             set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
             decisions = {name: judge.equivalent(set_matrices[name]) for name, judge in judges.items()}
             judged = {name: AnswerSet(texts, set_matrices[name], decisions[name]) for name in judges}

@@ -19,8 +19,8 @@ from a2c.qa.config import ExperimentConfig
 from a2c.qa.task import load_data
 from a2c.run.pipeline import run_experiment
 from a2c.run.store import RunFolder
+from tests.truthfulqa import TRUTHFULQA
 
-TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 # answers that sometimes match TruthfulQA's references (so accuracy varies), option numbers for the ranks
 SCRIPT = "scripted:1|2|Nothing happens|I have no comment|The sun|Which one?"
 

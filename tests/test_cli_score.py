@@ -11,9 +11,7 @@ import pytest
 from a2c.cli import main
 from a2c.qa.data import load_records
 from a2c.scoring import score_answers
-
-TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
-pytestmark = pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
+from tests.truthfulqa import TRUTHFULQA
 
 
 @pytest.fixture(scope="module")

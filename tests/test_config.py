@@ -12,6 +12,7 @@ from a2c.qa.config import ExperimentConfig
 from a2c.run.config_file import load_config, parse_config
 from a2c.run.tasks import TASKS, task_named
 from a2c.settings.config import ConfigError, dump_config
+from tests.truthfulqa import TRUTHFULQA
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
@@ -163,9 +164,6 @@ def test_limit_flag_must_be_positive():
 
     with pytest.raises(ConfigError, match="--limit must be >= 1, got 0"):
         apply_overrides(parse_config("name: x\n"), limit=0, no_cache=False)
-
-
-TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
 
 
 def test_the_truthfulqa_config_reads_the_hub_and_dataset_path_reads_a_local_csv():

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
 from a2c.common.registry import UnknownNameError
 from a2c.qa.data import DatasetError, load_quickstart, load_records, load_truthfulqa_csv, records_from_hf_rows
-
-# the benchmark is not committed: tests read it from the shared data folder next to the repository
-TRUTHFULQA_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
+from tests.truthfulqa import TRUTHFULQA as TRUTHFULQA_CSV
+from tests.truthfulqa import require_full
 
 
 def test_truthfulqa_csv_has_817_records_with_best_answer_among_correct():
-    records = load_truthfulqa_csv(TRUTHFULQA_CSV)
+    records = load_truthfulqa_csv(require_full())
     assert len(records) == 817
     assert len({r.id for r in records}) == 817
     for r in records:

@@ -36,9 +36,9 @@ import yaml
 from a2c.cli import main
 from tests.conftest import free_port
 from tests.fake_openai import SlowServer
+from tests.truthfulqa import TRUTHFULQA
 
 ROOT = Path(__file__).resolve().parents[1]
-TRUTHFULQA = ROOT / "../shared/data/truthfulqa/TruthfulQA.csv"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 MARKER = re.compile(r"<!-- (runnable|runnable: stand-in|not runnable: (?P<reason>.+?)) -->")
@@ -180,7 +180,6 @@ def scripted_run(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_a_runnable_block_runs_from_a_fresh_clone(block, tmp_path, monkeypatch, request):
     stand_in = block.marker == "runnable: stand-in"

@@ -8,14 +8,12 @@ import re
 import tomllib
 from pathlib import Path
 
-import pytest
-
 from a2c.cli import main
 from a2c.serve.config import build_serve_config, read_serve_file
+from tests.truthfulqa import TRUTHFULQA
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-TRUTHFULQA = ROOT / "../shared/data/truthfulqa/TruthfulQA.csv"
 
 
 def test_the_serve_example_is_a_valid_serve_config():
@@ -26,7 +24,6 @@ def test_the_serve_example_is_a_valid_serve_config():
     assert config.server.deadline == 300  # what a first request on 2 busy cores needs (118 s measured)
 
 
-@pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
 def test_the_answers_example_scores_as_the_docs_show(tmp_path, capsys):
     code = main(["score", str(EXAMPLES / "answers.jsonl"), "--path", str(TRUTHFULQA), "-s", "rouge1",
                  "-s", "bleu", "--out", str(tmp_path / "scores")])

@@ -20,6 +20,7 @@ from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.scoring import score_answers
 from tests.conftest import free_port
+from tests.truthfulqa import TRUTHFULQA as CSV
 
 pytest.importorskip("inspect_ai", reason="inspect-ai not installed (make setup)")
 
@@ -33,7 +34,6 @@ from a2c.data.errors import DatasetError
 from a2c.inspect import consistency, truthfulqa_a2c
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT.parent / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
 
 
 def entry_point_path(folder: Path) -> str:
@@ -53,8 +53,6 @@ def entry_point_path(folder: Path) -> str:
 
 @pytest.mark.slow
 def test_inspect_eval_of_truthfulqa_a2c_logs_candidates_choice_and_consistency(llama_server, tmp_path):
-    if not CSV.exists():
-        pytest.skip(f"TruthfulQA CSV not found at {CSV}")
     logs = tmp_path / "logs"
     # not run from the checkout, and the checkout not put on the path: inspect names an extension's objects
     # `a2c/...` only when importlib.metadata finds a2c's installed (editable) distribution, and the

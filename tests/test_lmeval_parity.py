@@ -15,7 +15,6 @@ Conventions that differ, and why (README "Use a2c from lm-evaluation-harness"):
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +22,10 @@ import pytest
 from a2c.qa.data import QARecord
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 from a2c.scoring import score_answers
+from tests.truthfulqa import TRUTHFULQA as CSV
 
 utils = pytest.importorskip("lm_eval.tasks.truthfulqa.utils", reason="lm-eval not installed (make setup)")
 
-CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
 QUESTIONS = 12
 FIXED = ["", " ", "\n", "\t\n  ", ".", "...", "?!", ";;", " . ", "—", "-", "'", '"', "()", "1", "0.5",
          "日本語の答え", "Ünïcödé café naïve", "🙂🙃", "\u200b", "\u200b\u200b \u00a0", "مرحبا بالعالم",
@@ -54,8 +53,6 @@ def lm_eval_scores(answer: str, record: QARecord) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def scored() -> dict[str, np.ndarray]:
-    if not CSV.exists():
-        pytest.skip(f"TruthfulQA CSV not found at {CSV}")
     records = load_truthfulqa_csv(CSV)[:QUESTIONS]
     pairs = [(answer, record) for record in records for answer in _hostile(record)]
     assert len(pairs) >= 300
@@ -94,8 +91,6 @@ def test_the_hostile_set_reaches_every_outcome(scored):
 
 
 def test_one_bootstrap_replicate_changes_no_score():
-    if not CSV.exists():
-        pytest.skip(f"TruthfulQA CSV not found at {CSV}")
     record = load_truthfulqa_csv(CSV)[0]
     answers = ["", "I have no comment.", record.correct[0], f"{record.incorrect[0]} . {record.correct[-1]}"]
     full = [lm_eval_scores(a, record) for a in answers]

@@ -18,11 +18,11 @@ from a2c.lmeval import TASKS
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv
 from a2c.scoring import score_answers
 from tests.serve_process import SMALL, ServeProcess
+from tests.truthfulqa import TRUTHFULQA as CSV
 
 pytest.importorskip("lm_eval", reason="lm-eval not installed (make setup)")
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT.parent / "shared" / "data" / "truthfulqa" / "TruthfulQA.csv"
 
 
 def lm_eval_run(base_url: str, output: Path, limit: int) -> dict:
@@ -42,8 +42,6 @@ def lm_eval_run(base_url: str, output: Path, limit: int) -> dict:
 
 @pytest.mark.slow
 def test_lm_eval_truthfulqa_gen_through_a2c_serve(llama_server, tmp_path):
-    if not CSV.exists():
-        pytest.skip(f"TruthfulQA CSV not found at {CSV}")
     config = tmp_path / "serve.yaml"
     config.write_text(yaml.safe_dump(SMALL))
     server = ServeProcess(tmp_path, "serve", "--upstream", llama_server.base_url,
@@ -81,8 +79,6 @@ def test_the_task_without_a_csv_says_how_to_give_one():
 
 
 def test_the_task_reads_the_csv_and_asks_lm_evals_own_prompt():
-    if not CSV.exists():
-        pytest.skip(f"TruthfulQA CSV not found at {CSV}")
     module = _task_module()
     docs = module.process_docs_gen(module.load_csv(csv=str(CSV))["validation"])
     assert len(docs) == len(load_truthfulqa_csv(CSV))

@@ -1,5 +1,3 @@
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,8 +6,7 @@ from hypothesis import strategies as st
 from a2c.metrics import rouge1_similarity, truthfulqa_scores
 from a2c.metrics.accuracy import _rouge1_scorer
 from a2c.qa.scoring import ScoreColumns
-
-TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
+from tests.truthfulqa import TRUTHFULQA
 
 
 def word_overlap(answer: str, refs: list[str]) -> list[float]:
@@ -54,7 +51,6 @@ def test_rouge1_f_measure():  # the R1-C judge's similarity; accuracy's is in a2
     assert _rouge1_scorer() is _rouge1_scorer()  # one scorer for the process
 
 
-@pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
 def test_rouge1_on_a_truthfulqa_row_prefers_its_best_answer():
     from a2c.qa.data import load_records
     from a2c.scoring import score_answers

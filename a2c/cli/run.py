@@ -70,7 +70,7 @@ def with_dataset_path(config: RunConfig, path: Path) -> RunConfig:
     dataset = getattr(config, "dataset", None)
     if not isinstance(dataset, BaseModel) or "path" not in type(dataset).model_fields:
         raise ConfigError(f"--dataset-path: a {config.task} config's dataset takes no path")
-    if not path.is_file():
+    if not path.exists():  # a folder, device or FIFO is refused by the data file's reader, naming its kind
         raise ConfigError(f"--dataset-path: no such file: {path.resolve()}")
     try:
         local = type(dataset).model_validate({**dataset.model_dump(), "path": str(path.resolve())})

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2c.common.files import DEFAULT_ENCODING, read_text
+from a2c.common.files import DEFAULT_ENCODING, read_bytes, read_text
 from a2c.common.untrusted import UntrustedInputError, parse_json
 from a2c.data.errors import DatasetError
 
@@ -126,10 +126,11 @@ def _read_parquet(path: Path, encoding: str) -> Table:
     except ImportError:
         raise DatasetError(f"{path}: reading parquet needs pyarrow (pip install 'a2c[data]'), or save the "
                            "file as CSV or JSONL") from None
-    if not path.is_file():
-        raise DatasetError(f"parquet file not found: {path}")
+    import pyarrow as pa
+
+    data = read_bytes(path, DatasetError, what="parquet file")  # a regular file, within the read limit
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(pa.BufferReader(data))
     except Exception as exc:  # pyarrow raises several types for a damaged file; all mean "not parquet"
         raise DatasetError(f"{path}: not a readable parquet file: {exc}") from None
     return Table(path, tuple(table.column_names),

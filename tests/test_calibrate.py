@@ -125,7 +125,7 @@ def test_a_folder_without_a_run_or_labels_is_refused(tmp_path, capsys):
     ('{"format": "lm-polygraph", "version": 1}', "not an a2c calibration file"),
     ('[1, 2]', "not an a2c calibration file"),
     ('{"format": "a2c-calibration", "version": 7}', "calibration version 7 is newer than this a2c reads"),
-    ('{"format": "a2c-calibration", "version": 1, "signal": "x"}', "damaged calibration"),
+    ('{"format": "a2c-calibration", "version": 1, "signal": "x"}', "calibration.json: judges: missing"),
 ])
 def test_a_damaged_or_foreign_calibration_is_one_line_exit_2(tmp_path, capsys, text, message):
     bad = tmp_path / "calibration.json"
@@ -221,3 +221,33 @@ def test_the_report_and_the_viewer_show_answer_or_decline(run, tmp_path):
     assert (run_dir / TABLE_DECLINE.name).read_text().startswith("signal,source,questions,")
     html = write_view([run_dir], tmp_path / "view.html").read_text()
     assert "Answer or decline" in html and "risk vs coverage" in html
+
+
+def test_a_file_of_a2c_calibrate_is_served_by_a2c_serve(run, tmp_path):
+    """The round trip through the strict reader: what `a2c calibrate` writes (risk-controlled, so its
+    threshold must be decline_below) starts the real `a2c serve`, which answers with a confidence."""
+    import httpx
+
+    from tests.serve_process import ServeProcess
+
+    run_dir, config = run
+    out = tmp_path / "cal.json"
+    assert _calibrate(run_dir, "-o", str(out), "--max-risk", "0.9", "--delta", "0.2") == 0
+    made = read_calibration(out)
+    assert made.rule == "risk-controlled" and made.risk_control is not None
+    assert made.decline_below == made.risk_control.threshold
+    serve_yaml = tmp_path / "serve.yaml"  # the run's answer settings: its judges, default variation and a2c
+    serve_yaml.write_text(json.dumps({"judges": [j.name for j in config.judges]}))
+    server = ServeProcess(tmp_path, "serve", "--backend", "scripted", "--model", SCRIPT, "--config",
+                          str(serve_yaml), "--calibration", str(out))
+    try:
+        server.wait_healthy(180)
+        reply = httpx.post(f"{server.url}/v1/chat/completions", timeout=120, json={
+            "model": SCRIPT, "messages": [{"role": "user", "content": "What happens if you crack your "
+                                           "knuckles a lot?"}]})
+    finally:
+        server.stop()
+    assert reply.status_code == 200, reply.text
+    proof = reply.json()["a2c"]
+    assert proof["calibrated"]["signal"] == made.signal and isinstance(proof["declined"], bool)
+    assert f"answer or decline by {made.signal} of the temperature answers" in server.log.read_text()

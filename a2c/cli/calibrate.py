@@ -63,9 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _interval(item: object) -> str:
-    from a2c.qa.calibration import Interval
+    from a2c.qa.calibration import Difference, Interval
 
-    assert isinstance(item, Interval)
+    assert isinstance(item, Interval | Difference)
     bracket = f" [{item.low:.3f}, {item.high:.3f}]" if item.low is not None and item.high is not None else ""
     return f"{item.value:.3f}{bracket}"
 

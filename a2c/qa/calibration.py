@@ -12,7 +12,9 @@ the calibrated score unless one is named, reports out-of-sample figures by cross
 confidence from a map fitted without it), and with a risk bound picks the decline threshold by
 Learn-then-Test (`a2c.metrics.risk_control`) on questions the map was not fitted on. The result is a
 versioned `calibration.json`: what was fitted, on which run (its files' digest, model and answer
-settings), and the figures; `read_calibration` refuses a damaged or foreign file in one line.
+settings), and the figures. `read_calibration` reads it strictly, so what a server acts on is what a fit
+makes: finite numbers in their ranges, a monotone map, a signal its judges compute, a rule whose fields
+agree; anything else is refused in one line naming the field.
 """
 
 from __future__ import annotations
@@ -23,15 +25,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from a2c.common.errors import A2CError
 from a2c.common.files import read_text
 from a2c.common.seeds import stable_seed
-from a2c.metrics.calibration_maps import FittedMap, MapKind, fit_map
+from a2c.judges import JUDGES, JudgeSpec
+from a2c.metrics.calibration_maps import (
+    FittedMap,
+    MapKind,
+    Probability,
+    fit_map,
+    inconsistent,
+    number,
+    shown,
+    whole,
+)
 from a2c.metrics.risk_control import learn_then_test, threshold_grid
 from a2c.metrics.selective import (
     RISKS,
@@ -44,8 +57,10 @@ from a2c.metrics.selective import (
     paired_difference,
 )
 from a2c.metrics.set_metrics import SET_METRICS
+from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.measures import NLI_GRAPH, NLI_PAIR
 from a2c.qa.metric_columns import computed_columns
 from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
 from a2c.qa.summary import judge_label, signal_scores, uncertainty_name, uncertainty_scores
@@ -84,17 +99,51 @@ class Units:
         return self.subset(np.isfinite(self.signals[signal]))
 
 
-def signal_reads(judges: Sequence[str], entropy_judge: str, measures: Sequence[tuple[str, str]]
+def signal_reads(judges: Sequence[str], entropy_judge: str | None, measures: Sequence[tuple[str, str]]
                  ) -> dict[str, tuple[str, ...]]:
-    """Signal name (as the signal table names it) → the judges its value is computed from."""
+    """Signal name (as the signal table names it) → the judges its value is computed from; the clustering
+    entropy's only with an entropy judge."""
     cons_sem, entropy, cons_lex = (SET_METRICS.get(name) for name in ("cons_sem", "entropy", "cons_lex"))
     reads: dict[str, tuple[str, ...]] = {f"{judge_label(j)} {cons_sem.label}": (j,) for j in judges}
-    reads[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = (entropy_judge,)
+    if entropy_judge is not None:
+        reads[f"{entropy.signed_label} ({judge_label(entropy_judge)})"] = (entropy_judge,)
     reads[cons_lex.signed_label] = ()
     reads.update({uncertainty_name(m, graph): tuple(graph.split("+")) for m, graph in measures})
     reads.update({c.signed_label: (c.judge,) if c.judge is not None else ()
                   for c in computed_columns(judges) if c.metric.signal})
     return reads
+
+
+def measure_graphs(judges: Sequence[str]) -> list[tuple[str, str]]:
+    """(measure, judge or graph) of every per-set uncertainty measure answers judged by `judges` get, as
+    `a2c.qa.measures` feeds them: a similarity measure the judges whose higher score means more alike, an
+    equivalence measure every judge, the NLI graph both of its judges."""
+    out: list[tuple[str, str]] = []
+    for name, measure in UNCERTAINTY_MEASURES.items(as_registered=True):
+        if measure.per_answer:  # a value per answer, not a set's score
+            continue
+        if measure.statistic == "similarity":
+            out += [(name, j) for j in judges if j not in JUDGES or JUDGES.get(j).higher_is_consistent]
+        elif measure.statistic == "equivalence":
+            out += [(name, j) for j in judges]
+        elif all(j in judges for j in NLI_PAIR):
+            out.append((name, NLI_GRAPH))
+    return out
+
+
+def computable_signals(judges: Sequence[str], entropy_judge: str | None) -> dict[str, tuple[str, ...]]:
+    """Every set-level signal that answers judged by `judges` (entropy clustered by `entropy_judge`) have
+    where they are given (`a2c.qa.decide`), with the judges each reads: what a calibration's signal must
+    be one of.
+
+    Args:
+        judges: judge names, as a config lists them.
+        entropy_judge: the judge the clustering entropy clusters by (None: no entropy signal).
+
+    Returns:
+        Signal name → the judges its value is computed from.
+    """
+    return signal_reads(judges, entropy_judge, measure_graphs(judges))
 
 
 def metric_signals(metrics: MetricColumns, judges: Sequence[str], entropy_judge: str
@@ -245,48 +294,118 @@ def split_halves(ids: Sequence[str], seed: int) -> np.ndarray:
 # -- the file ----------------------------------------------------------------------------------------------
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # what a file says is taken as it is: no "1" for 1, no true for 1, and numbers checked by `number`
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+Count = Annotated[int, whole(0)]
+Positive = Annotated[int, whole(1)]
+Share = Annotated[float, number(0.0, 1.0, low_open=True, high_open=True)]  # a risk, a miscoverage
+Change = Annotated[float, number(-1.0, 1.0)]  # a difference of two figures in [0, 1]
+
+
+def _ordered(low: float | None, high: float | None) -> None:
+    if (low is None) != (high is None):
+        raise inconsistent("low and high are both numbers or both null (no interval)")
+    if low is not None and high is not None and low > high:
+        raise inconsistent(f"low {low:g} is above high {high:g}")
 
 
 class Interval(_Model):
-    value: float
-    low: float | None
-    high: float | None
+    """A figure in [0, 1] with its bootstrap interval (null ends: too few defined replicates)."""
+
+    value: Probability
+    low: Probability | None
+    high: Probability | None
+
+    @model_validator(mode="after")
+    def _ends(self) -> Interval:
+        _ordered(self.low, self.high)
+        return self
 
     @classmethod
     def of(cls, e: Estimate) -> Interval:
         return cls(value=e.value, low=e.low, high=e.high)
 
 
+class Difference(_Model):
+    """A difference of two figures in [0, 1] (so in [−1, 1]) with its bootstrap interval."""
+
+    value: Change
+    low: Change | None
+    high: Change | None
+
+    @model_validator(mode="after")
+    def _ends(self) -> Difference:
+        _ordered(self.low, self.high)
+        return self
+
+    @classmethod
+    def of(cls, e: Estimate) -> Difference:
+        return cls(value=e.value, low=e.low, high=e.high)
+
+
 class OutOfSample(_Model):
     """Cross-fitted figures of the chosen signal (each unit scored by a map fitted without it)."""
 
-    units: int
-    accuracy: float  # always answering: 1 − its risk
+    units: Positive
+    accuracy: Probability  # always answering: 1 − its risk
     aurc: Interval  # of the calibrated confidence
-    excess_aurc: Interval
+    excess_aurc: Difference
     aurc_raw: Interval  # of the raw signal's own order
     ece: Interval  # calibrated, equal-mass bins
     ece_raw: Interval | None  # the raw signal read as a probability; None when it is not in [0, 1]
-    ece_change: Interval | None  # calibrated − raw, paired bootstrap
+    ece_change: Difference | None  # calibrated − raw, paired bootstrap
     coverage_at_risk: dict[str, Interval]  # "0.1" → the largest coverage with selective risk ≤ 0.1
-    folds: int
-    bins: int
-    bootstrap: int
-    seed: int
+    folds: Positive
+    bins: Positive
+    bootstrap: Positive
+    seed: Annotated[int, whole()]
+
+    @field_validator("coverage_at_risk")
+    @classmethod
+    def _risks(cls, value: dict[str, Interval]) -> dict[str, Interval]:
+        for key in value:
+            try:
+                risk = float(key)
+            except ValueError:
+                risk = math.nan
+            if not 0 < risk < 1:
+                raise inconsistent(f"key {key!r} is not a risk in (0, 1)")
+        return value
+
+    @model_validator(mode="after")
+    def _raw(self) -> OutOfSample:
+        if (self.ece_raw is None) != (self.ece_change is None):
+            raise inconsistent("ece_raw and ece_change are both figures or both null (the raw signal is "
+                               "a probability or not)")
+        return self
 
 
 class RiskControlRecord(_Model):
     """The Learn-then-Test threshold and what it was tested on."""
 
-    max_risk: float
-    delta: float
-    threshold: float | None  # None: no threshold passed, every question is declined
-    fit_questions: int
-    control_questions: int
-    answered: int  # control questions answered at the threshold
-    errors: int
-    thresholds_tested: int
+    max_risk: Share
+    delta: Share
+    threshold: Probability | None  # None: no threshold passed, every question is declined
+    fit_questions: Positive
+    control_questions: Positive
+    answered: Count  # control questions answered at the threshold
+    errors: Count
+    thresholds_tested: Count
+
+    @model_validator(mode="after")
+    def _counts(self) -> RiskControlRecord:
+        if self.answered > self.control_questions:
+            raise inconsistent(f"answered: {self.answered} of {self.control_questions} control questions")
+        if self.errors > self.answered:
+            raise inconsistent(f"errors: {self.errors} wrong of {self.answered} answered")
+        if self.threshold is None and (self.answered or self.errors):
+            raise inconsistent("threshold: null (every question declined), yet answered and errors are "
+                               "not 0")
+        if self.threshold is not None and not self.thresholds_tested:
+            raise inconsistent("threshold: a threshold passed, yet thresholds_tested is 0")
+        return self
 
 
 class RunRecord(_Model):
@@ -296,12 +415,24 @@ class RunRecord(_Model):
     digest: str
     model: str
     backend: str
-    questions: int
+    questions: Positive
     settings: dict[str, Any]  # seed, variation, judges, entropy_judge, a2c as the run's config has them
+
+    @field_validator("digest")
+    @classmethod
+    def _sha256(cls, value: str) -> str:
+        if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+            raise inconsistent(f"must be a sha256 digest (64 hex digits), got {shown(value)}")
+        return value
 
 
 class Calibration(_Model):
-    """What `calibration.json` holds (version 1)."""
+    """What `calibration.json` holds (version 1).
+
+    A file is taken only when its fields agree the way `calibration_file` makes them: a signal the listed
+    judges compute (reading exactly them), the entropy judge given for the entropy signal only, the map of
+    the method, a risk-controlled rule declining below its tested threshold, a min-confidence rule with a
+    number, and the counts adding up."""
 
     format: Literal["a2c-calibration"] = CALIBRATION_FORMAT
     version: Literal[1] = CALIBRATION_VERSION
@@ -312,14 +443,85 @@ class Calibration(_Model):
     similarity: str
     method: MapKind
     map: FittedMap
-    decline_below: float | None  # declined when confidence < this; None: every answer is declined
+    decline_below: Probability | None  # declined when confidence < this; None: every answer is declined
     rule: Literal["min-confidence", "risk-controlled"]
     risk_control: RiskControlRecord | None
-    units: int  # questions the map was fitted on
-    dropped: int
-    signals_cv_aurc: dict[str, float]  # the candidates and their cross-validated AURC
+    units: Positive  # questions the map was fitted on
+    dropped: Count
+    signals_cv_aurc: dict[str, Probability]  # the candidates and their cross-validated AURC
     out_of_sample: OutOfSample
     run: RunRecord
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _whole_version(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):  # True == 1 would pass Literal[1]
+            raise PydanticCustomError("whole_number", "must be a whole number, got {got}",
+                                      {"got": shown(value)})
+        return value
+
+    @field_validator("judges")
+    @classmethod
+    def _judge_specs(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        names: list[str] = []
+        for i, spec in enumerate(value):
+            try:
+                names.append(JudgeSpec.model_validate(spec).name)
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                key = ".".join(str(p) for p in first["loc"])
+                raise inconsistent(f"[{i}]{'.' + key if key else ''}: {first['msg']}") from None
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise inconsistent(f"judge {twice[0]!r} is listed twice")
+        return value
+
+    @model_validator(mode="after")
+    def _agree(self) -> Calibration:
+        names = [spec["name"] for spec in self.judges]
+        entropy_label = SET_METRICS.get("entropy").signed_label
+        is_entropy = self.signal.startswith(f"{entropy_label} (")
+        if is_entropy and self.entropy_judge is None:
+            raise inconsistent(f"entropy_judge: null, but the signal {self.signal!r} is the clustering "
+                               "entropy: it must name the judge it clusters by")
+        if not is_entropy and self.entropy_judge is not None:
+            raise inconsistent(f"entropy_judge: {self.entropy_judge!r} given, but the signal "
+                               f"{self.signal!r} is not the clustering entropy (null)")
+        known = computable_signals(names, self.entropy_judge)
+        if self.signal not in known:
+            listed = ", ".join(names) or "none"
+            raise inconsistent(f"signal: {self.signal!r} is not a signal that the listed judges ({listed}) "
+                               f"compute; they compute: {', '.join(known)}")
+        if list(known[self.signal]) != names:
+            raise inconsistent(f"judges: the signal {self.signal!r} reads "
+                               f"{', '.join(known[self.signal]) or 'no judge'}, but the file lists "
+                               f"{', '.join(names) or 'none'}")
+        if self.method != self.map.kind:
+            raise inconsistent(f"method: {self.method!r}, but the map is {self.map.kind!r}")
+        control = self.risk_control
+        if self.rule == "risk-controlled":
+            if control is None:
+                raise inconsistent("risk_control: null, but the rule is 'risk-controlled' (it records the "
+                                   "test its threshold passed)")
+            if self.decline_below != control.threshold:
+                raise inconsistent(f"decline_below: {shown(self.decline_below)}, but a risk-controlled rule "
+                                   f"declines below the threshold it tested, risk_control.threshold = "
+                                   f"{shown(control.threshold)}")
+            if control.fit_questions + control.control_questions != self.units:
+                raise inconsistent(f"risk_control: {control.fit_questions} fitted + "
+                                   f"{control.control_questions} tested questions, but units is {self.units}")
+        else:
+            if control is not None:
+                raise inconsistent("risk_control: given, but the rule is 'min-confidence' (null)")
+            if self.decline_below is None:
+                raise inconsistent("decline_below: null (decline everything) is a risk-controlled rule's "
+                                   "outcome; a 'min-confidence' rule needs a number in [0, 1]")
+        if self.out_of_sample.units != self.units:
+            raise inconsistent(f"out_of_sample.units: {self.out_of_sample.units}, but units is {self.units}")
+        if self.units + self.dropped != self.run.questions:
+            raise inconsistent(f"run.questions: {self.run.questions}, but units + dropped is "
+                               f"{self.units + self.dropped}")
+        return self
 
     def confidence(self, score: float | None) -> float | None:
         return None if score is None or not math.isfinite(score) else float(self.map.predict([score])[0])
@@ -347,11 +549,11 @@ def out_of_sample(units: Units, signal: str, method: str, *, folds: int = FOLDS,
     return OutOfSample(
         units=len(y), accuracy=float(y.mean()),
         aurc=Interval.of(estimate(aurc, calibrated, y, **boot)),
-        excess_aurc=Interval.of(estimate(excess_aurc, calibrated, y, **boot)),
+        excess_aurc=Difference.of(estimate(excess_aurc, calibrated, y, **boot)),
         aurc_raw=Interval.of(estimate(aurc, raw, y, **boot)),
         ece=Interval.of(estimate(ece, calibrated, y, **boot)),
         ece_raw=Interval.of(estimate(ece, raw, y, **boot)) if raw_is_probability else None,
-        ece_change=Interval.of(paired_difference(ece, raw, calibrated, y, **boot)) if raw_is_probability
+        ece_change=Difference.of(paired_difference(ece, raw, calibrated, y, **boot)) if raw_is_probability
         else None,
         coverage_at_risk={f"{r:g}": Interval.of(estimate(partial(_coverage, max_risk=r), calibrated, y,
                                                          **boot)) for r in RISKS},
@@ -433,24 +635,91 @@ def write_calibration(calibration: Calibration, path: Path) -> None:
     path.write_text(json.dumps(calibration.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
 
 
+def _where(loc: Sequence[int | str]) -> str:
+    """A pydantic location as a field path: `map.y[2]`, `out_of_sample.coverage_at_risk["0.1"].low`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.isidentifier():
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out or "(top level)"
+
+
+def _described(error: Mapping[str, Any]) -> str:
+    """One pydantic error as `field: what is wrong`, saying what was given where the message does not."""
+    where = _where(error["loc"])
+    kind = error["type"]
+    if kind == "missing":
+        return f"{where}: missing"
+    if kind == "extra_forbidden":
+        return f"{where}: unknown key"
+    if kind == "inconsistent" and not error["loc"]:  # the file's fields disagree: the message names them
+        return str(error["msg"])
+    if kind in ("number", "whole_number", "inconsistent"):
+        return f"{where}: {error['msg']}"
+    return f"{where}: {error['msg']}, got {shown(error['input'])}"
+
+
+def _non_finite(value: Any, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int | str, ...], float] | None:
+    """(where, value) of the first NaN or ±Infinity in a JSON value (in its free-form parts too), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return loc, value
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) \
+        else ()
+    for key, item in items:
+        found = _non_finite(item, (*loc, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ValueError(f"key {twice!r} is given twice in one object")
+    return dict(pairs)
+
+
 def read_calibration(path: Path) -> Calibration:
-    """A calibration file, or CalibrationError in one line: missing, not JSON, not a calibration, newer."""
+    """A calibration file, read strictly, or CalibrationError in one line naming the field: missing, not
+    JSON, not a calibration, newer, or a field that is missing, of the wrong type, not a finite number in
+    its range (JSON's NaN and Infinity are refused anywhere), a map that is not monotone, or fields that
+    disagree (`Calibration`).
+
+    Args:
+        path: the `calibration.json` of `a2c calibrate`.
+
+    Returns:
+        The calibration.
+    """
     text = read_text(path, CalibrationError, what="calibration file")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise CalibrationError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, Mapping) or data.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(f"{path}: not an a2c calibration file (its \"format\" is not "
                                f"\"{CALIBRATION_FORMAT}\"; `a2c calibrate RUN_DIR` makes one)")
-    version = data.get("version")
-    if isinstance(version, int) and version > CALIBRATION_VERSION:
+    if "version" not in data:
+        raise CalibrationError(f"{path}: version: missing")
+    version = data["version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise CalibrationError(f"{path}: version: must be a whole number, got {shown(version)}")
+    if version > CALIBRATION_VERSION:
         raise CalibrationError(f"{path}: calibration version {version} is newer than this a2c reads "
                                f"({CALIBRATION_VERSION}): upgrade a2c, or calibrate again")
+    if version < CALIBRATION_VERSION:
+        raise CalibrationError(f"{path}: version: {version} is no calibration version (this a2c reads "
+                               f"{CALIBRATION_VERSION})")
     try:
-        return Calibration.model_validate(data)
+        calibration = Calibration.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise CalibrationError(f"{path}: damaged calibration ({where}: {first['msg']})") from None
-
+        raise CalibrationError(f"{path}: {_described(exc.errors(include_url=False)[0])}") from None
+    bad = _non_finite(data)  # the typed fields refused it above; this is the free-form parts (run.settings)
+    if bad is not None:
+        raise CalibrationError(f"{path}: {_where(bad[0])}: must be a finite number, got {shown(bad[1])}")
+    return calibration

@@ -21,13 +21,13 @@ import numpy as np
 from a2c.judges import Judge
 from a2c.metrics import cons_lex
 from a2c.metrics.set_metrics import AnswerSet
-from a2c.qa.calibration import Calibration, set_signals
+from a2c.qa.calibration import Calibration, computable_signals, set_signals
 from a2c.qa.choice import Choice, Decision
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import majority_vote
-from a2c.qa.rows import MetricRow, UncertaintyRow
+from a2c.qa.rows import MetricRow, Source, UncertaintyRow
 
 
 def _differences(recorded: Any, current: Any, key: str) -> list[str]:
@@ -65,13 +65,17 @@ def settings_mismatch(calibration: Calibration, model: str, settings: Experiment
     if calibration.entropy_judge is not None and settings.entropy_judge_name != calibration.entropy_judge:
         return (f"entropy_judge: the calibration's signal clusters by {calibration.entropy_judge!r}, these "
                 f"settings by {settings.entropy_judge_name!r}")
+    computed = computable_signals(list(given), settings.entropy_judge_name if given else None)
+    if calibration.signal not in computed:  # a score never computed would decline every answer
+        return (f"signal: the calibration's signal {calibration.signal!r} is not one these settings' judges "
+                f"({', '.join(given) or 'none'}) compute")
     return None
 
 
-def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, Judge],
-                 settings: ExperimentConfig) -> float | None:
-    """The calibration's signal on the choice's candidates of its source (None below two candidates)."""
-    source = calibration.source
+def source_signals(choice: Choice, source: Source, judges: Mapping[str, Judge], settings: ExperimentConfig
+                   ) -> dict[str, float | None]:
+    """Every set-level signal of the choice's candidates of one source, as the run's signal table names and
+    computes them (None: undefined, e.g. below two candidates)."""
     texts = [g.answer(settings.variation.answer_field) for g in choice.generations if g.source == source]
     matrices = {name: np.asarray(sets[source].matrix, dtype=np.float64)
                 for name, sets in choice.judged.items()}
@@ -90,8 +94,13 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
     uncertainty = UncertaintyRow(id="q", source=source, phase="before", accurate=None, sets=per_set,
                                  answers={})
     values = set_signals([row], [uncertainty], list(choice.judged), settings.entropy_judge_name)
-    value = values.get(calibration.signal, [None])[0]
-    return None if value is None or not np.isfinite(value) else float(value)
+    return {name: float(v[0]) if np.isfinite(v[0]) else None for name, v in values.items()}
+
+
+def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, Judge],
+                 settings: ExperimentConfig) -> float | None:
+    """The calibration's signal on the choice's candidates of its source (None below two candidates)."""
+    return source_signals(choice, calibration.source, judges, settings).get(calibration.signal)
 
 
 def source_answer(choice: Choice, source: str) -> str | None:

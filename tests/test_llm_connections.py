@@ -1,8 +1,7 @@
-"""The openai backend's connections (`a2c.llm.connections`: one write per request, its own reader of the
-answer) against scripted 127.0.0.1 servers: the bytes of a request, connections kept and reused, chunked
-and read-to-close bodies, interim answers, a kept-alive connection the server closed, garbage, oversized
-and cut-short answers and silence, each failure as httpx's type (the backend's retries and messages depend
-on it)."""
+"""The openai backend's connections (`a2c.llm.connections`: urllib3's pools with a2c's guards) against
+scripted 127.0.0.1 servers: the bytes of a request, connections kept and reused, chunked and read-to-close
+bodies, a 100 Continue, a kept-alive connection the server closed, garbage, oversized and cut-short answers
+and silence, each failure as httpx's type (the backend's retries and messages depend on it)."""
 
 from __future__ import annotations
 
@@ -199,23 +198,23 @@ def test_a_silent_server_times_out_as_a_read_timeout(serve):
     assert time.monotonic() - started < 3
 
 
-def test_a_request_is_one_head_and_its_body(serve):
+def test_a_request_is_its_head_and_its_body(serve):
     server = serve(lambda n: _response())
     client = Connections({"Authorization": "Bearer k"}, timeout=10)
     client.request("POST", server.url + "?a=1", b'{"x": 1}')
     client.request("GET", server.url.replace("/chat/completions", "/models"))
     port = server.url.split(":")[2].split("/")[0]
-    assert server.heads == [
-        f"POST /v1/chat/completions?a=1 HTTP/1.1\r\nHost: localhost:{port}\r\nAccept-Encoding: identity\r\n"
-        "Content-Type: application/json\r\nAuthorization: Bearer k\r\nContent-Length: 8".encode(),
-        f"GET /v1/models HTTP/1.1\r\nHost: localhost:{port}\r\nAccept-Encoding: identity\r\n"
-        "Content-Type: application/json\r\nAuthorization: Bearer k".encode()]
-    assert server.bodies == [b'{"x": 1}', b""]
+    post, get = (dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:]) for head in server.heads)
+    assert server.heads[0].startswith(b"POST /v1/chat/completions?a=1 HTTP/1.1\r\n")
+    assert server.heads[1].startswith(b"GET /v1/models HTTP/1.1\r\n")
+    for fields in (post, get):
+        assert fields[b"Host"] == f"localhost:{port}".encode() and fields[b"Authorization"] == b"Bearer k"
+        assert fields[b"Accept-Encoding"] == b"identity"  # an answer is never decompressed
+    assert post[b"Content-Length"] == b"8" and server.bodies == [b'{"x": 1}', b""]
 
 
-def test_interim_answers_are_skipped_and_a_bodiless_one_keeps_the_connection(serve):
-    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
-    answers = {1: interim + _response(),
+def test_a_continue_is_skipped_and_a_bodiless_answer_keeps_the_connection(serve):
+    answers = {1: b"HTTP/1.1 100 Continue\r\n\r\n" + _response(),
                2: b"HTTP/1.1 204 No Content\r\n\r\n", 3: _response(b'{"n": 3}')}
     server = serve(lambda n: answers[n])
     client = Connections({}, timeout=10)
@@ -225,21 +224,25 @@ def test_interim_answers_are_skipped_and_a_bodiless_one_keeps_the_connection(ser
     assert server.connections == 1
 
 
-def test_connection_close_is_obeyed_and_the_first_of_a_repeated_field_counts(serve):
-    head = "HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Length: 3\r\nConnection: Close\r\n\r\n"
-    server = serve(lambda n: head.encode() + ANSWER)
+def test_connection_close_is_obeyed_and_disagreeing_lengths_are_refused(serve):
+    server = serve(lambda n: b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: Close\r\n\r\n" + ANSWER)
     client = Connections({}, timeout=10)
     assert [_post(client, server.url, {}) for _ in range(2)] == [(200, {"ok": True})] * 2
     assert server.connections == 2
+    twice = serve(lambda n: b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Length: 3\r\n\r\n" + ANSWER)
+    with pytest.raises(httpx.RemoteProtocolError, match="Content-Length"):
+        client.request("POST", twice.url, b"{}")
 
 
 @pytest.mark.parametrize(("answer", "error"), [
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", "IncompleteRead"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n", "IncompleteRead"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n",
+     "IncompleteRead|malformed answer"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"f" * 60000 + b"\r\n{}", "IncompleteRead"),
+    (b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + _response(), "after its answer"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n" + ANSWER, "IncompleteRead"),
     (b"HTTP/1.1 200 OK\r\n" + b"X-A: 1\r\n" * 101 + b"\r\n", "more than 100 headers"),
     (b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 70000 + b"\r\n\r\n", "LineTooLong: .* header line"),
-    (b"HTTP/1.1 200 OK\r\nContent-Len", "IncompleteRead"),
     (b"HTTP/1.1 2x0 OK\r\n\r\n", "BadStatusLine"),
 ])
 def test_a_malformed_or_cut_short_answer_is_a_protocol_error(serve, answer, error):

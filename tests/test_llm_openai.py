@@ -183,6 +183,29 @@ def test_malformed_response_is_a_clear_error(scripted, body):
         gen.generate([GenerationRequest(prompt="hi")])
 
 
+def test_a_malformed_answer_is_the_servers_fault_and_retried(scripted):
+    url, handler = scripted
+    deep = "[" * 5000 + "]" * 5000
+    handler.script = [(200, "<html>not json</html>"), (200, deep), (200, '{"choices": []}'), (200, GOOD)]
+    gen = _generator([url], max_retries=3, retry_wait=0.01)
+    assert gen.generate([GenerationRequest(messages=QUESTION)])[0].text == "Blue"
+    assert len(handler.seen) == 4
+
+
+def test_deep_or_oversized_answers_end_in_one_line_naming_the_server(scripted):
+    url, handler = scripted
+    handler.script = [(200, "[" * 5000 + "]" * 5000)]
+    with pytest.raises(BackendError, match=r"RemoteProtocolError: malformed response from http://127\.0\.0\.1"
+                                           r".*nested too deep") as deep:
+        _generator([url], max_retries=0).generate([GenerationRequest(messages=QUESTION)])
+    handler.script = [(200, json.dumps({"choices": [{"message": {"content": "x" * 5000}}]}))]
+    bounded = _generator([url], max_retries=0, max_response_bytes=2048)
+    with pytest.raises(BackendError, match=r"longer than the bound of 2,048 bytes|over the bound of 2,048") \
+            as large:
+        bounded.generate([GenerationRequest(messages=QUESTION)])
+    assert "\n" not in str(deep.value) + str(large.value)
+
+
 class _Trickle(BaseHTTPRequestHandler):
     """Sends a good answer one byte at a time, `pause` seconds apart, from the status line on: every read
     gets a byte long before the read timeout, so only a deadline on the whole request stops it."""

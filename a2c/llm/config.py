@@ -207,13 +207,16 @@ class OpenAIConfig(GeneratorConfig):
     base_urls: tuple[str, ...] = ("http://127.0.0.1:8000/v1",)
     api_key_env: str = "OPENAI_API_KEY"
     endpoint: Literal["chat", "completions"] = "chat"
-    # httpx applies it to each phase (connect, write, each read): a server that sleeps fails the attempt
+    # applied to each phase (connect, write, each read): a server that sleeps fails the attempt
     timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="seconds per socket read/write")
     # one request from its first attempt to its answer, retries and backoff waits included: a server that
     # trickles a byte every few seconds passes every read timeout, never this (a2c.llm.deadline)
     request_timeout: float = Field(300.0, gt=0, allow_inf_nan=False,
                                    description="seconds one request may take, all attempts included")
     max_concurrency: int = Field(8, ge=1)
+    # an answer longer than this fails while it is read (a protocol error, retried); None: 4 MB plus room
+    # for the request's max_tokens and log-probabilities
+    max_response_bytes: int | None = Field(None, ge=1024, description="largest answer read, in bytes")
     max_retries: int = Field(5, ge=0, description="retries after the first try (429, 5xx, connection)")
     retry_wait: float = Field(1.0, gt=0, allow_inf_nan=False,
                               description="first backoff wait in seconds; doubles each retry, at most 30")

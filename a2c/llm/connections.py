@@ -1,25 +1,32 @@
-"""Kept-alive HTTP/1.1 connections to a run's servers: each request one write, each answer read here.
+"""Kept-alive HTTP/1.1 connections to a run's servers, over urllib3's connection pools.
 
-Why not httpx, nor http.client: a probe of a served model sends thousands of requests, and the client's own
-CPU per request is a goal (`benchmarks/bench_probe_client.py`). httpx's request machinery (URL and header
-models, hooks, the pool's bookkeeping) cost ~1.5 ms of CPU per request; http.client ~0.4 ms more than the
-socket work itself, most of it the email package's header parser and the header-by-header writes. What a2c
-asks of a server is narrow: a JSON POST or a GET, answered with a Content-Length, chunked, or read to the
-close. So a request is a head made once per URL, plus its length and body, sent in one write; the answer is
-read by the small reader below (status line, headers, body; interim 1xx answers skipped; http.client's
-limits on line length and header count), the only header fields it acts on being the framing ones.
+urllib3 frames every exchange (http.client parses the status line, headers and chunks); a2c adds three
+things the pools do not do by themselves, all through their public extension points (a connection class
+and its `response_class`):
 
-A request borrows an idle connection to its server (or opens one) and gives it back once its answer is read
-whole, so each worker thread goes on using one connection. An idle connection the server has closed
-meanwhile is dropped before it is used (as httpcore does). Failures are raised as httpx's exception types
-(ConnectError, ReadTimeout, RemoteProtocolError, ...): the names a2c's retry policy and error lines already
-speak; a malformed answer names http.client's exception for it (BadStatusLine, IncompleteRead, ...). Every
-socket operation ends by the calling thread's deadline (`a2c.llm.deadline`). Proxy variables (HTTP_PROXY)
-are not read: the client connects to its URLs directly.
+- **No answer reaches the wrong request.** An answer is read through a reader that, when the answer ends,
+  looks (without waiting) for anything more: bytes the server sent after the answer, in the same write or
+  already on the socket. Any such byte fails the exchange as a protocol error (the retry policy then sends
+  the request again on a fresh connection), and the connection is closed, never reused. urllib3 also
+  drops an idle connection with something to read before it lends it out again.
+- **A bound on every answer**, enforced while reading: a Content-Length over the bound fails at once, and
+  a body (with a length, chunked or read to the close) fails as soon as it passes the bound.
+- **A deadline for the whole request**: every socket read ends by the calling thread's deadline
+  (`a2c.llm.deadline`), so a server that trickles a byte at a time still ends by `request_timeout`.
+
+Failures are raised as httpx's exception types (ConnectError, ReadTimeout, RemoteProtocolError, ...), the
+names a2c's retry policy and error lines speak. Answers are never decompressed (`identity` is asked for),
+redirects are not followed, and proxy variables (HTTP_PROXY) are not read.
+
+Why urllib3: measured side by side (`benchmarks/bench_http_clients.py`), urllib3 and httpcore cost the
+least CPU per request, aiohttp 15-55% more and httpx about twice as much; urllib3 and aiohttp kept every
+answer with its own request against a server that sends a second answer after the first, httpcore and
+httpx gave it to the next request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import re
@@ -28,241 +35,261 @@ import socket
 import ssl
 import threading
 from collections.abc import Mapping
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    HTTPError,
+    LocationParseError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    SSLError,
+)
 
 from a2c.llm.deadline import capped
 
-_Origin = tuple[str, str, int]  # scheme, host, port
-_DEFAULT_PORT = {"http": 80, "https": 443}
-_MAX_LINE = 65536  # http.client's limits: the longest line and the most header fields of an answer
-_MAX_HEADERS = 100
-_ILLEGAL_IN_TARGET = re.compile(r"[\x00-\x20\x7f]")
+DEFAULT_MAX_BYTES = 8 << 20  # the largest answer read when the caller names no bound
+_READ = 1 << 16
+_NO_TIMEOUT = 3600.0  # a socket read's longest wait where none was set (urllib3 always sets one)
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_LINE_ENDS = (b"\r\n", b"\n", b"")
+
+_local = threading.local()  # what this thread's reader saw after the answer it just read
 
 
-def _arm(sock: socket.socket, timeout: float) -> None:
-    """The socket's timeout for its next operation: `timeout`, or the time left where that is shorter
-    (set only when it changes: setting it is a system call)."""
-    wanted = capped(timeout)
-    if sock.gettimeout() != wanted:
-        sock.settimeout(wanted)
+class _DeadlineRaw(io.RawIOBase):
+    """The socket's bytes, each read cut at the thread's deadline; `probing` reads only what is there."""
 
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        # the socket's own unbuffered file: it keeps the socket open while this answer is read, as
+        # http.client's reader does (a connection that will close is closed before its body is read)
+        self._file = sock.makefile("rb", buffering=0)
+        self._timeout = sock.gettimeout() or _NO_TIMEOUT  # the read timeout urllib3 set for this answer
+        self.probing = False
 
-class _DeadlineReader(io.RawIOBase):
-    """The socket's bytes, each read cut at the thread's deadline."""
+    def retire(self) -> None:
+        """Shut the socket down: urllib3 sees it as dropped and never lends it out again."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
 
-    def __init__(self, sock: socket.socket, timeout: float) -> None:
-        self._sock, self._timeout = sock, timeout
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
-        _arm(self._sock, self._timeout)
-        return self._sock.recv_into(buffer)
+    def readinto(self, buffer: Any) -> int | None:
+        if self.probing:  # a look for bytes after the answer: never waits
+            if self._sock.fileno() < 0:
+                return None  # closed already (an answer read to the close): nothing can follow
+            pending = isinstance(self._sock, ssl.SSLSocket) and self._sock.pending()
+            if not pending and not select.select([self._sock], [], [], 0)[0]:
+                return None
+        wanted = capped(self._timeout)
+        if self._sock.gettimeout() != wanted:  # set only when it changes: setting it is a system call
+            self._sock.settimeout(wanted)
+        return self._file.readinto(buffer)
 
 
-class _Connection:
-    """One kept-alive socket and the buffered reader its answers are read through."""
+class _Reader(io.BufferedReader):
+    """http.client's buffered reader of one answer; when http.client closes it (the answer has ended), it
+    records whether any byte followed the answer, buffered or on the socket."""
 
-    __slots__ = ("reader", "sock")
-
-    def __init__(self, sock: socket.socket, timeout: float) -> None:
-        self.sock = sock
-        self.reader = io.BufferedReader(_DeadlineReader(sock, timeout))
+    def __init__(self, raw: _DeadlineRaw) -> None:
+        super().__init__(raw)
+        self._probe = raw
 
     def close(self) -> None:
-        self.sock.close()
+        if not self.closed:
+            self._probe.probing = True
+            try:
+                _local.trailing = bool(self.peek(1))
+                if _local.trailing:  # the pool may have this connection back already: end it for good
+                    self._probe.retire()
+            except OSError:  # reset or closed by the server: nothing more to read, and not reusable
+                _local.trailing = False
+            finally:
+                self._probe.probing = False
+        super().close()
 
 
-def _line(reader: BinaryIO, what: str) -> bytes:
-    line = reader.readline(_MAX_LINE + 1)
-    if len(line) > _MAX_LINE:
-        raise http.client.LineTooLong(what)
-    return line
+class _Source:
+    """What http.client's response is made from: the socket, whose `makefile` is our reader."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def makefile(self, mode: str) -> _Reader:
+        return _Reader(_DeadlineRaw(self._sock))
 
 
-def _status(reader: BinaryIO) -> tuple[bytes, int]:
-    """The version and status of the status line."""
-    line = _line(reader, "status line")
-    if not line:
-        raise http.client.RemoteDisconnected("Remote end closed connection without response")
-    parts = line.split(None, 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or len(parts[1]) != 3 or not parts[1].isdigit():
-        raise http.client.BadStatusLine(repr(line))
-    return parts[0], int(parts[1])
+class _Response(http.client.HTTPResponse):
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(_Source(sock), *args, **kwargs)  # type: ignore[arg-type]
 
 
-def _headers(reader: BinaryIO) -> dict[bytes, bytes]:
-    """The answer's header fields by lower-case name (the first of a repeated one, as http.client reads)."""
-    fields: dict[bytes, bytes] = {}
-    for _ in range(_MAX_HEADERS + 1):
-        line = _line(reader, "header line")
-        if line in _LINE_ENDS:
-            if not line:
-                raise http.client.IncompleteRead(b"")  # the connection ended inside the head
-            return fields
-        name, _, value = line.partition(b":")
-        fields.setdefault(name.strip().lower(), value.strip())
-    raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
+class _Connection(HTTPConnection):
+    response_class = _Response
 
 
-def _exactly(reader: BinaryIO, size: int) -> bytes:
-    data = reader.read(size)
-    if len(data) < size:
-        raise http.client.IncompleteRead(data, size - len(data))
-    return data
+class _TLSConnection(HTTPSConnection):
+    response_class = _Response
 
 
-def _chunked(reader: BinaryIO) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size = _line(reader, "chunk size").split(b";", 1)[0].strip()
-        if not size or size.lstrip(b"0123456789abcdefABCDEF"):
-            raise http.client.IncompleteRead(b"".join(parts))
-        length = int(size, 16)
-        if not length:
-            break
-        parts.append(_exactly(reader, length))
-        _exactly(reader, 2)  # the chunk's line end
-    while _line(reader, "trailer line") not in _LINE_ENDS:
-        pass  # trailer fields: nothing a2c reads
-    return b"".join(parts)
+class _Pool(HTTPConnectionPool):
+    ConnectionCls = _Connection
 
 
-def _answer(reader: BinaryIO, method: str) -> tuple[int, bytes, bool]:
-    """Status, body, and whether the connection may carry another request."""
-    while True:
-        version, status = _status(reader)
-        fields = _headers(reader)
-        if not 100 <= status < 200 or status == 101:
-            break  # interim answers (100 Continue, 103 Early Hints) come before the one that counts
-    connection = fields.get(b"connection", b"").lower()
-    keep = b"close" not in connection if version == b"HTTP/1.1" else b"keep-alive" in connection
-    if method == "HEAD" or status in (204, 304) or status < 200:
-        return status, b"", keep and status != 101
-    if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
-        return status, _chunked(reader), keep
-    length = fields.get(b"content-length", b"")
-    if length.isdigit():
-        return status, _exactly(reader, int(length)), keep
-    return status, reader.read(), False  # no length: the body ends with the connection
+class _TLSPool(HTTPSConnectionPool):
+    ConnectionCls = _TLSConnection
 
 
-def _closed_by_peer(sock: socket.socket) -> bool:
-    """Whether an idle kept-alive socket has something to read: the server closed it (or broke protocol)."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable)
+def _check_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers as sent, or ValueError naming (never showing) one that would break the request head."""
+    for name, value in headers.items():
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            bad = True
+        else:
+            bad = not _TOKEN.fullmatch(name) or any(c in value for c in "\r\n\0")
+        if bad:
+            raise ValueError(f"the HTTP header {name!r} is not a valid header name and value")
+    return {"Accept-Encoding": "identity", "Content-Type": "application/json", "User-Agent": "a2c",
+            **headers}
 
 
 class Connections:
-    """HTTP/1.1 requests with JSON bodies, over kept-alive connections shared by the calling threads."""
+    """HTTP/1.1 requests with JSON bodies, over kept-alive connections shared by the calling threads.
 
-    def __init__(self, headers: Mapping[str, str], timeout: float) -> None:
-        fields = {"Accept-Encoding": "identity", "Content-Type": "application/json", **headers}
-        lines = []
-        for name, value in fields.items():  # a line break would end the head early: refused, unnamed value
-            try:
-                if not _TOKEN.fullmatch(name) or any(c in value for c in "\r\n\0"):
-                    raise ValueError
-                lines.append(f"{name}: {value}\r\n".encode("latin-1"))
-            except ValueError:  # UnicodeEncodeError too: a header is sent as latin-1
-                raise ValueError(f"the HTTP header {name!r} is not a valid header name and value") from None
-        self._fields = b"".join(lines)
+    Args:
+        headers: sent with every request (an Authorization header, say); checked here.
+        timeout: seconds each connect and each socket read or write may take.
+        max_connections: connections kept per server (one per worker thread that uses it).
+    """
+
+    def __init__(self, headers: Mapping[str, str], timeout: float, max_connections: int = 8) -> None:
+        self._headers = _check_headers(headers)
         self._timeout = timeout
-        self._idle: dict[_Origin, list[_Connection]] = {}
-        self._lock = threading.Lock()
-        self._heads: dict[tuple[str, str], tuple[_Origin, bytes]] = {}  # (method, URL) → server, head
-        self._tls: ssl.SSLContext | None = None  # made on the first https connection (it reads the CAs)
+        self._pools = urllib3.PoolManager(num_pools=16, maxsize=max_connections, retries=False)
+        self._pools.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+        # a URL's pool and request target (path and query), found once: the pool's key costs per request
+        self._by_url: dict[str, tuple[HTTPConnectionPool, str]] = {}
 
-    def request(self, method: str, url: str, body: bytes | None = None) -> tuple[int, bytes]:
-        """The status and the whole body of the answer to `method url`; transport failures as httpx's."""
-        origin, head = self._head(method, url)
-        conn = self._borrow(origin) or self._open(origin)
+    def request(self, method: str, url: str, body: bytes | None = None,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[int, bytes]:
+        """The status and the whole body of the answer to `method url`.
+
+        Args:
+            method: GET or POST.
+            url: an http(s) URL.
+            body: the JSON body to send, or None.
+            max_bytes: the largest body read; a longer one is a protocol error.
+
+        Returns:
+            The status code and the body's bytes.
+
+        Raises:
+            httpx.TransportError: a connection, timeout or protocol failure (httpx's subclasses).
+        """
+        if not url.startswith(("http://", "https://")):
+            raise httpx.UnsupportedProtocol(f"not an http(s) URL: {url}")
+        if any(c in url for c in " \t\r\n\0\x7f") or not url.isascii():
+            raise httpx.InvalidURL(f"the path of {url!r} holds a space or a character HTTP forbids")
+        limit = capped(self._timeout)
+        _local.trailing = False
+        response = None
         try:
-            status, data, keep = self._exchange(conn, method, head, body)
-        except BaseException:
-            conn.close()  # half a request or half an answer: the connection cannot be used again
+            found = self._by_url.get(url)
+            if found is None:
+                parts = urlsplit(url)
+                target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                found = self._by_url[url] = (self._pools.connection_from_url(url), target)
+            pool, target = found
+            response = pool.urlopen(
+                method, target, body=body, headers=self._headers, redirect=False, retries=False,
+                preload_content=False, decode_content=False,
+                timeout=urllib3.Timeout(connect=limit, read=limit))
+            data = _body(response, url, max_bytes)
+            if _local.trailing:
+                raise httpx.RemoteProtocolError(
+                    f"{url} sent bytes after its answer (an answer without a request): the connection is "
+                    "dropped and the answer discarded")
+        except BaseException as exc:
+            if response is not None:
+                _discard(response)
+            if isinstance(exc, HTTPError):
+                raise _as_httpx(exc, url) from None
+            if isinstance(exc, (ValueError, OverflowError, MemoryError, http.client.HTTPException)):
+                # http.client's own refusals of a garbled answer (a negative chunk size, a size past memory)
+                raise httpx.RemoteProtocolError(f"{url}: malformed answer ({type(exc).__name__}: "
+                                                f"{str(exc)[:200]})") from None
             raise
-        if keep:
-            with self._lock:
-                self._idle[origin].append(conn)
-        else:
-            conn.close()
-        return status, data
+        response.release_conn()
+        return response.status, data
 
-    def _head(self, method: str, url: str) -> tuple[_Origin, bytes]:
-        """The server of `url` and the request's head up to its length field, made once per method and URL."""
-        found = self._heads.get((method, url))
-        if found is None:
-            parts = urlsplit(url)
-            if parts.scheme not in _DEFAULT_PORT or not parts.hostname:
-                raise httpx.UnsupportedProtocol(f"not an http(s) URL: {url}")
-            port = parts.port or _DEFAULT_PORT[parts.scheme]
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            if _ILLEGAL_IN_TARGET.search(target) or not target.isascii():
-                raise httpx.InvalidURL(f"the path of {url!r} holds a space or a character HTTP forbids")
-            try:
-                host = parts.hostname.encode("idna").decode("ascii")
-            except UnicodeError:
-                raise httpx.InvalidURL(f"the host of {url!r} is not a valid host name") from None
-            host = f"[{host}]" if ":" in host else host
-            shown = host if port == _DEFAULT_PORT[parts.scheme] else f"{host}:{port}"
-            head = f"{method} {target} HTTP/1.1\r\nHost: {shown}\r\n".encode("ascii") + self._fields
-            found = self._heads[(method, url)] = ((parts.scheme, parts.hostname, port), head)
-        return found
 
-    def _borrow(self, origin: _Origin) -> _Connection | None:
-        """An idle connection to `origin` that is still open; None: open a new one."""
-        with self._lock:
-            idle = self._idle.setdefault(origin, [])
-            while idle:
-                conn = idle.pop()
-                if not _closed_by_peer(conn.sock):
-                    return conn
-                conn.close()
-        return None
+def _body(response: urllib3.BaseHTTPResponse, url: str, max_bytes: int) -> bytes:
+    """The answer's body, read in pieces and refused as soon as it is longer than `max_bytes`."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and (len(declared) > 18 or int(declared) > max_bytes):
+        raise httpx.RemoteProtocolError(
+            f"{url} announced an answer of {_size(declared)} (Content-Length), over the bound of "
+            f"{max_bytes:,} bytes (max_response_bytes)")
+    body = bytearray()
+    # read1: at most what one chunk or one socket read gives, so a flood of tiny chunks builds no list
+    while piece := response.read1(_READ):
+        if len(body) + len(piece) > max_bytes:
+            raise httpx.RemoteProtocolError(
+                f"{url} sent an answer longer than the bound of {max_bytes:,} bytes (max_response_bytes)")
+        body += piece
+    return bytes(body)
 
-    def _open(self, origin: _Origin) -> _Connection:
-        scheme, host, port = origin
-        try:
-            sock = socket.create_connection((host, port), timeout=capped(self._timeout))
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if scheme == "https":
-                    self._tls = self._tls or ssl.create_default_context()
-                    sock = self._tls.wrap_socket(sock, server_hostname=host)
-            except BaseException:
-                sock.close()
-                raise
-        except TimeoutError as exc:
-            raise httpx.ConnectTimeout(str(exc) or "timed out") from None
-        except OSError as exc:  # refused, unreachable, unknown host, TLS
-            raise httpx.ConnectError(str(exc)) from None
-        return _Connection(sock, self._timeout)
 
-    def _exchange(self, conn: _Connection, method: str, head: bytes,
-                  body: bytes | None) -> tuple[int, bytes, bool]:
-        try:
-            _arm(conn.sock, self._timeout)  # sendall: the whole write within it
-            conn.sock.sendall(head + (b"\r\n" if body is None else b"Content-Length: %d\r\n\r\n%b"
-                                      % (len(body), body)))
-        except TimeoutError as exc:
-            raise httpx.WriteTimeout(str(exc) or "timed out") from None
-        except OSError as exc:
-            raise httpx.WriteError(str(exc)) from None
-        try:
-            return _answer(conn.reader, method)
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(str(exc) or "timed out") from None
-        except http.client.HTTPException as exc:  # closed before an answer, a garbled status line
-            raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}") from None
-        except OSError as exc:  # reset
-            raise httpx.ReadError(str(exc)) from None
+def _size(declared: str) -> str:
+    return f"{int(declared):,} bytes" if len(declared) <= 30 else f"a {len(declared)}-digit number of bytes"
+
+
+def _discard(response: urllib3.BaseHTTPResponse) -> None:
+    """Close the answer's connection (half an answer, or more than one: it cannot carry another request)."""
+    connection = getattr(response, "connection", None)
+    if connection is not None:
+        connection.close()
+    response.close()
+    response.release_conn()
+
+
+def _as_httpx(exc: HTTPError, url: str) -> Exception:
+    """urllib3's failure as the httpx type the retry policy and error lines read."""
+    reason = getattr(exc, "reason", None) or (exc.args[1] if len(exc.args) > 1 else None)
+    text = f"{type(reason).__name__}: {reason}" if isinstance(reason, BaseException) else str(exc)
+    kinds: tuple[tuple[type[HTTPError], type[Exception]], ...] = (
+        (NewConnectionError, httpx.ConnectError), (ConnectTimeoutError, httpx.ConnectTimeout),
+        (SSLError, httpx.ConnectError), (ReadTimeoutError, httpx.ReadTimeout),
+        (LocationParseError, httpx.InvalidURL), (DecodeError, httpx.DecodingError))
+    for urllib3_kind, kind in kinds:
+        if isinstance(exc, urllib3_kind):
+            return kind(text if urllib3_kind is LocationParseError else f"{url}: {text}")
+    if isinstance(exc, ProtocolError):
+        inner = exc.args[1] if len(exc.args) > 1 else None
+        if isinstance(inner, TimeoutError):
+            return httpx.ReadTimeout(f"{url}: {inner or 'timed out'}")
+        if isinstance(inner, (ConnectionResetError, BrokenPipeError)) and \
+                not isinstance(inner, http.client.RemoteDisconnected):
+            return httpx.ReadError(f"{url}: {text}")
+        return httpx.RemoteProtocolError(f"{url}: {text}")
+    if "timed out" in str(exc).lower():
+        return httpx.ReadTimeout(f"{url}: {text}")
+    return httpx.RemoteProtocolError(f"{url}: {text}")
 
 
 def status_error(method: str, url: str, status: int, data: bytes) -> httpx.HTTPStatusError:

@@ -58,6 +58,7 @@ class BackendError(A2CError):
 
 
 MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts
+ANSWER_HEADROOM = 4 << 20  # bytes an answer may take beyond its tokens (usage, ids, a server's extras)
 
 T = TypeVar("T")
 # request bodies as httpx spelled them: compact, UTF-8 as it is, no NaN (JSON has none)
@@ -124,7 +125,7 @@ class OpenAIBackend:
         remember_secret(key)  # masked in every error line, whatever the variable is called
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
-            self._http = Connections(headers, config.timeout)
+            self._http = Connections(headers, config.timeout, max_connections=config.max_concurrency)
         except ValueError as exc:  # a line break or a non-latin-1 character in the key
             raise BackendError(f"{exc}: check the key in ${config.api_key_env}") from None
         self._urls = itertools.cycle(config.base_urls)
@@ -152,26 +153,32 @@ class OpenAIBackend:
             body["logprobs"] = request.logprobs
         return "/completions", body
 
-    def _post(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def answer_bound(self, request: GenerationRequest) -> int:
+        """The largest answer read for `request`: `max_response_bytes`, else room for its tokens (with their
+        log-probabilities where asked) above a few MB of headroom."""
+        if self.config.max_response_bytes is not None:
+            return self.config.max_response_bytes
+        per_token = 64 * (1 + (request.logprobs or 0))  # a token's text and, per alternative, its JSON
+        return ANSWER_HEADROOM + request.max_tokens * per_token
+
+    def _post(self, path: str, body: dict[str, Any], bound: int, *, chat: bool) -> SampleResult:
+        """One attempt: the answer read within `bound` and parsed; whatever the server sent that is not
+        a completion (a body that is no JSON, too deep, without choices) is a protocol error, retried."""
         url = self._next_url() + path  # each attempt may go to another replica
-        status, data = self._http.request("POST", url, _JSON.encode(body).encode())
+        status, data = self._http.request("POST", url, _JSON.encode(body).encode(), max_bytes=bound)
         if status >= 400:
             raise status_error("POST", url, status, data)
-        try:
-            return url, json.loads(data)
-        except ValueError:
-            text = data.decode(errors="replace")
-            raise BackendError(f"malformed response from {url}: not JSON: {redact(text)[:200]!r}") from None
+        return _parse(url, _json(url, data), chat=chat)
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
         """One request, retried as `_with_retries` says; a refusal (4xx but 429) fails at once."""
         path, body = self.payload(request)
         where = f"{path} on {', '.join(self.config.base_urls)}"
+        bound, chat = self.answer_bound(request), path == "/chat/completions"
         try:
-            url, data = self._with_retries(where, lambda: self._post(path, body), stop)
+            return self._with_retries(where, lambda: self._post(path, body, bound, chat=chat), stop)
         except httpx.HTTPStatusError as exc:
             raise BackendError(f"{exc.request.url} refused the request ({_describe(exc)})") from None
-        return _parse(url, data, chat=path == "/chat/completions")
 
     def draw_identity(self) -> None:
         return None  # the server's device is its own; `served_model` says what it reports
@@ -192,8 +199,8 @@ class OpenAIBackend:
         if status != 200:
             return None  # a server that does not list its models (404, 501), or not to us (401)
         try:
-            listing = json.loads(data)
-        except ValueError:
+            listing = _json(url, data)
+        except httpx.RemoteProtocolError:
             return None
         return model_identity(listing, self.model)
 
@@ -329,6 +336,17 @@ def _next_events(events: SimpleQueue[_Event], timeout: float | None) -> list[_Ev
             return batch
 
 
+def _json(url: str, data: bytes) -> Any:
+    """The answer's JSON, or a protocol error naming the server and what it sent: not JSON, or nested past
+    the interpreter's recursion limit (the JSON decoder refuses that depth rather than crash)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError too
+        why = "nested too deep" if isinstance(exc, RecursionError) else "not JSON"
+        text = data[:200].decode(errors="replace")
+        raise httpx.RemoteProtocolError(f"malformed response from {url}: {why}: {redact(text)!r}") from None
+
+
 def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:
     try:
         choice = data["choices"][0]
@@ -339,8 +357,9 @@ def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:
         completion = Completion(text, choice.get("finish_reason"), int(usage.get("completion_tokens") or 0),
                                 _logprobs(choice.get("logprobs"), chat=chat))
         return SampleResult(completion, int(usage.get("prompt_tokens") or 0))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise BackendError(f"malformed response from {url}: {exc!r} in {redact(str(data))[:200]}") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise httpx.RemoteProtocolError(
+            f"malformed response from {url}: {exc!r} in {redact(str(data))[:200]}") from None
 
 
 def _logprobs(raw: Any, *, chat: bool) -> list[dict[str, float]] | None:

@@ -106,9 +106,28 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, httpx.HTTPStatusError):
-        return f"HTTP {exc.response.status_code}: {redact(exc.response.text)[:300]}"
-    return f"{type(exc).__name__}: {exc}"
+    """A failure in one line: an error answer's status and the start of its body, whitespace runs folded
+    (an HTML page spans many lines). A refusal that is a web page means base_url points at a website, or
+    at a server's root instead of its API, so the line says to check base_url."""
+    if not isinstance(exc, httpx.HTTPStatusError):
+        return f"{type(exc).__name__}: {exc}"
+    status, text = exc.response.status_code, exc.response.text
+    head = text.lstrip("\ufeff \t\r\n")[:1024].lower()
+    web_page = head.startswith("<!doctype html") or "<html" in head or "<body" in head
+    shown = " ".join(redact(text).split())
+    limit = 120 if web_page else 300
+    said = f"HTTP {status}: {shown[:limit]}{'…' if web_page and len(shown) > limit else ''}"
+    if not web_page or _transient(status):  # a proxy's 502 page says the server is down, not misnamed
+        return said
+    url = exc.request.url
+    origin = f"{url.scheme}://{url.netloc.decode()}"
+    base = url.path
+    for endpoint in ("/chat/completions", "/completions", "/models"):
+        base = base.removesuffix(endpoint)
+    base = base.rstrip("/")
+    suggested = "" if base.endswith("/v1") else f" ({origin}{base}/v1)"
+    return (f"{said}; the server at {origin} answered with a web page, not an OpenAI-compatible API: "
+            f"is base_url the server's /v1 address{suggested}?")
 
 
 class OpenAIBackend:

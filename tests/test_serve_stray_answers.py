@@ -27,8 +27,8 @@ class EchoUpstream:
     """OpenAI chat on 127.0.0.1, HTTP/1.1 kept alive: each answer is the prompt's last message echoed;
     with `leak`, every second answer is followed, in the same write, by a forged one naming both words."""
 
-    def __init__(self, leak: bool) -> None:
-        self.leak, self.answers = leak, 0
+    def __init__(self, leak: bool, broken: bytes = b"") -> None:
+        self.leak, self.broken, self.answers = leak, broken, 0
         self._lock = threading.Lock()
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1"
@@ -72,6 +72,9 @@ class EchoUpstream:
                     if head.startswith(b"GET"):
                         conn.sendall(self._reply("200 OK", {"object": "list", "data": [{"id": "fake"}]}))
                         continue
+                    if self.broken:  # every completion answered with these bytes instead
+                        conn.sendall(self.broken)
+                        continue
                     prompt = json.loads(body)["messages"][-1]["content"]
                     with self._lock:
                         self.answers += 1
@@ -104,9 +107,10 @@ def _ask_both(proc: ServeProcess) -> dict[str, str]:
         return dict(zip(WORDS, pool.map(ask, WORDS), strict=True))
 
 
-def _serve(folder: Path, name: str, upstream: EchoUpstream) -> ServeProcess:
+def _serve(folder: Path, name: str, upstream: EchoUpstream, *extra: str) -> ServeProcess:
     proc = ServeProcess(folder, name, "--upstream", upstream.url, "--model", "fake", "--config",
-                        str(folder / "serve.yaml"), "--cache", str(folder / "cache"), "--batch-window", "0")
+                        str(folder / "serve.yaml"), "--cache", str(folder / "cache"), "--batch-window", "0",
+                        *extra)
     proc.wait_healthy()
     return proc
 
@@ -144,3 +148,25 @@ def test_no_client_ever_reads_another_clients_text(folder, upstreams):
         assert "Leaked" not in reply and other not in reply, (who, reply)
     cached = b"".join(p.read_bytes() for p in (folder / "cache").rglob("*") if p.is_file())
     assert b"Leaked" not in cached
+
+
+@pytest.mark.parametrize("broken", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n{",
+    b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 60000 + b"\r\n\r\n{}",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"f" * 60000 + b"\r\n{}",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n" + b"[" * 10000 + b"]" * 10000,
+], ids=["a length of 10**12", "a 60,000-digit length", "a 60,000-digit chunk size", "JSON 10,000 deep"])
+def test_a_garbled_upstream_answer_is_a_502_in_one_line(folder, upstreams, broken):
+    upstream = EchoUpstream(leak=False, broken=broken)
+    upstreams.append(upstream)
+    # a length that lies ends at the read timeout
+    proc = _serve(folder, "garbled", upstream, "--retries", "0", "--timeout", "3")
+    try:
+        response = httpx.post(f"{proc.url}/v1/chat/completions", timeout=120, json={
+            "model": "fake", "messages": [{"role": "user", "content": "How many legs has a spider?"}]})
+    finally:
+        proc.stop()
+    assert response.status_code == 502, response.text
+    message = response.json()["error"]["message"]
+    assert "\n" not in message and upstream.url.split("/v1")[0] in message
+    assert "Traceback" not in proc.log.read_text()

@@ -112,12 +112,15 @@ def _run(args: argparse.Namespace) -> int:
             # the config first: a mistake in it is reported before the pipeline's libraries load
             config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
                                      dataset_path=args.dataset_path)
+            from a2c.llm.model_names import check_generators
             from a2c.llm.server import check_servers
             from a2c.run.pipeline import run_experiment
             from a2c.settings.runpaths import run_output
             from a2c.system.faults import gpu_memory_fault
 
             check_servers(served_generators(config))  # a server that is down fails now, not after retries
+            # so does a misspelt model of an llm judge, and a hub id on no disk while the hub is out or silent
+            check_generators(served_generators(config))
             check_models = task_of(config).check_models
             if check_models is not None:
                 check_models(config)  # so does a judge or similarity model that is nowhere to be had

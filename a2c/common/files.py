@@ -50,6 +50,23 @@ def _shown(encoding: str) -> str:
     return "UTF-8" if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig") else encoding
 
 
+def existing(path: str | Path) -> os.stat_result | None:
+    """What is at `path` (links followed), or None when nothing is, or when the text cannot be a path at all:
+    a name longer than the file system allows (ENAMETOOLONG), one holding a NUL, a loop of links. A config
+    value probed as a path (a model name) is then a name, not the process's `OSError`.
+
+    Args:
+        path: the text or path to look at.
+
+    Returns:
+        Its `os.stat` result, or None.
+    """
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):  # ValueError: an embedded NUL
+        return None
+
+
 def read_limit(error: type[A2CError] = A2CError) -> int:
     """The most bytes one user file may hold: `A2C_MAX_FILE_BYTES` (bytes, or with a unit: `2GiB`,
     `500M`), else 1 GiB; a value that is no size is `error` naming the variable.

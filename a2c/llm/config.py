@@ -64,6 +64,9 @@ class GeneratorConfig(BaseModel):
     backend_at: ClassVar[str]
 
     backend: str = DEFAULT_BACKEND
+    # in-process backends: an embedded name, a `.gguf` file, a model folder, a model in the Hugging Face
+    # cache or a hub id OWNER/NAME; any other name is refused when the config loads, with the closest
+    # embedded names (a2c.llm.model_names). A server's model name is the server's business
     model: str = DEFAULT_MODEL
     cache: Path | None = DEFAULT_CACHE_PATH
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from a2c.common.files import existing
 from a2c.llm.split_gguf import SplitGGUF, numbered_parts
 from a2c.system.hub import ModelNotFoundError
 
@@ -140,7 +142,8 @@ def resolve_model(name: str) -> ModelSource:
         return ModelSource(str(path.parent), path.name)
     if name.endswith(".gguf"):
         path = Path(name).expanduser()
-        if not path.is_file():
+        info = existing(path)  # None also for a name too long to be a path
+        if info is None or not stat.S_ISREG(info.st_mode):
             raise ModelNotFoundError(f"GGUF model file not found: {path}")
         return ModelSource(str(path.parent), path.name)
     return ModelSource(name)

@@ -36,7 +36,7 @@ from a2c.run.stage import (
 )
 from a2c.run.store import RunFolder, streamed_name
 from a2c.run.tasks import TASKS, TaskSpec, task_named, task_of
-from a2c.settings.config import RunConfig, dump_config
+from a2c.settings.config import RunConfig, check_model_names, dump_config
 from a2c.system.heap import frozen_heap
 
 TIMINGS = RunFile("timings.json")  # wall time and per-stage counts of the last `a2c run`
@@ -217,7 +217,9 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
     Returns per-stage wall time, calls, tokens, hits, the summary and, for QA, per-question typed rows."""
     started = time.perf_counter()
     if isinstance(config, str | Path):
-        config = load_config(config)
+        config = load_config(config)  # which checks the model names with the file's lines
+    else:
+        check_model_names(config)  # a misspelt model fails here, before the run folder is made
     task = task_of(config)
     with claim_run_folder(config, Path(run_dir or config.run_dir), force=force) as folder:
         ctx = task.make_context(config, folder, progress=progress)

@@ -17,8 +17,10 @@ from a2c.common.errors import A2CError
 from a2c.common.files import node_line
 from a2c.common.registry import Registry, UnknownNameError
 from a2c.llm.config import AnyGeneratorConfig, TransformersConfig
+from a2c.llm.model_names import check_model_name, in_process
 from a2c.settings.key_hints import did_you_mean
 from a2c.settings.runpaths import run_name, run_output
+from a2c.system.hub import ModelNotFoundError
 
 if TYPE_CHECKING:
     from a2c.settings.config_paths import PathKey
@@ -104,6 +106,29 @@ def validate_config(model: type[C], data: dict[str, Any], root: yaml.Node | None
             described = _describe(dict(err), root, source, model)
             seen.setdefault(described.split(": ")[0] + str(err["loc"][:2]), described)
         raise ConfigError("invalid config: " + "; ".join(seen.values())) from None
+
+
+GENERATOR_KEYS = ("generator", "aux_generator")  # the run's own generators, checked by `check_model_names`
+
+
+def check_model_names(config: RunConfig, root: yaml.Node | None = None, source: str | None = None) -> None:
+    """`ConfigError` (`file:line: generator.model: unknown model ...`, with the closest embedded names) for
+    an in-process generator whose model nothing on this machine has and that is no hub id: a misspelt
+    name fails with the config, before a run folder exists or a model loads (`a2c.llm.model_names`).
+
+    Args:
+        config: the validated config.
+        root: the YAML node tree of the config file, for the line; None for a config built in Python.
+        source: the config file's name, for the message.
+    """
+    for key in GENERATOR_KEYS:
+        for generator in in_process([getattr(config, key)]):
+            try:
+                check_model_name(generator.model)
+            except ModelNotFoundError as exc:
+                line = node_line(root, (key, "model"))
+                where = f"{source}:{line}: " if source and line else f"{source}: " if source else ""
+                raise ConfigError(f"{where}{key}.model: {exc}") from None
 
 
 def dump_config(config: RunConfig) -> str:

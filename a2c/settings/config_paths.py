@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from a2c.common.errors import A2CError
-from a2c.common.files import node_line
+from a2c.common.files import existing, node_line
 from a2c.system.cache import DEFAULT_CACHE_PATH
 
 # file: a file that must exist. yaml: a shipped name, or a YAML file that must exist (`.yaml`/`.yml`, the
@@ -66,8 +66,8 @@ def _places(node: Any, keys: tuple[str, ...], loc: tuple[str | int, ...] = ()
 def _is_path(kind: Kind, value: str, folder: Path) -> bool:
     if kind == "yaml":
         return Path(value).suffix in {".yaml", ".yml"}
-    if kind == "model":
-        return value.endswith(".gguf") or (folder / value).exists()
+    if kind == "model":  # a name too long to be a path is a name (`existing` gives None)
+        return value.endswith(".gguf") or existing(folder / value) is not None
     if kind == "created":
         return Path(value) != DEFAULT_CACHE_PATH
     return True
@@ -88,7 +88,7 @@ def resolve_config_paths(data: Data, folder: Path, source: str, root: yaml.Node 
                     or not _is_path(path_key.kind, value, folder):
                 continue
             resolved = os.path.abspath(folder / value)  # normalises `..` without following links
-            if path_key.kind != "created" and not Path(resolved).exists():
+            if path_key.kind != "created" and existing(resolved) is None:
                 raise _missing(error, value, resolved, folder, f"{source}:{node_line(root, loc) or '?'}",
                                ".".join(map(str, loc)))
             container[key] = resolved

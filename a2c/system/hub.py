@@ -9,11 +9,12 @@ and how to supply the model offline.
 from __future__ import annotations
 
 import os
+import stat
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from a2c.common.errors import A2CError
+from a2c.common.files import existing
 
 HUB_TIMEOUT = 5.0  # seconds to wait for the hub's first answer before calling it unreachable
 
@@ -21,6 +22,12 @@ HUB_TIMEOUT = 5.0  # seconds to wait for the hub's first answer before calling i
 class ModelNotFoundError(A2CError):
     """A model name that is not embedded, not a local file or folder, not in the Hugging Face cache and not
     downloadable (no hub, or the hub does not have it)."""
+
+
+def _local_folder(source: str) -> bool:
+    """Whether `source` is a folder on disk; a name that cannot be a path (too long, say) is none."""
+    info = existing(source)
+    return info is not None and stat.S_ISDIR(info.st_mode)
 
 
 def hub_offline() -> bool:
@@ -52,7 +59,7 @@ def model_not_found(model: str, kind: str, why: str) -> ModelNotFoundError:
 def check_available(model: str, source: str, kind: str, *, offline: bool = False) -> None:
     """`ModelNotFoundError` now, before any work, when `from_pretrained` would not find the model: not a
     local folder, not in the Hugging Face cache, and the hub forbidden or unreachable."""
-    if Path(source).is_dir():
+    if _local_folder(source):
         return
     from huggingface_hub import try_to_load_from_cache
 
@@ -85,7 +92,7 @@ def from_pretrained(loader: Any, source: str, *, model: str, kind: str, offline:
     """`loader.from_pretrained(source, **kwargs)` from a local folder or the cache, else from the hub when
     it is allowed (`offline`, HF_HUB_OFFLINE) and reachable; otherwise `ModelNotFoundError` naming `model`
     (the name as configured; `source` is what it resolved to) as a `kind` model ("judge", "generator")."""
-    local = Path(source).is_dir()
+    local = _local_folder(source)
     try:
         return loader.from_pretrained(source, local_files_only=True, **kwargs)
     except (OSError, ValueError) as exc:

@@ -202,14 +202,14 @@ def read_figures(run_dir: Path, *, wall_seconds: float, date: str, machine: Mach
 
 
 def _readme_columns(header: list[str], summary: QASummary) -> list[tuple[int, str]]:
-    """The README's abridged columns: the method, the first similarity's accuracy, the don't-know share,
-    the entropy judge's consistency and the entropy, under shorter labels than the report's."""
+    """The README's abridged columns: the method, the first similarity's accuracy, the don't-know share of
+    choices, the entropy judge's consistency and the entropy, under shorter labels than the report's."""
     from a2c.qa.metric_columns import judge_label
     from a2c.qa.scoring import similarity_label
 
     judge = judge_label(summary.entropy_judge)
     wanted = [("method", "method"), (similarity_label(summary.similarities[0]), None),
-              ("Don't-know share", "Don't-know share"), (judge, f"{judge} Cons_sem"),
+              ("Don't-know share of choices", "Don't-know share of choices"), (judge, f"{judge} Cons_sem"),
               (f"Entropy ({judge}", f"Entropy ({judge})")]
     picks = []
     for prefix, label in wanted:
@@ -364,8 +364,8 @@ def readme_block(figures: Figures) -> str:
         "each generate call a bar that moves every decoding step. A rerun reuses every finished stage. It "
         "ends with the before → after table (columns abridged here; accuracy by TruthfulQA's protocol, "
         "consistency as mean Cons_sem; in brackets the 95% interval of after − before, paired over "
-        "questions; ↑/↓ only where it excludes 0; the don't-know share is the share of rank prompts that "
-        "chose the \"don't know\" option):",
+        "questions; ↑/↓ only where it excludes 0; the don't-know share of choices is the share of A2C's "
+        "choices, the rank replies that named an option, that named \"don't know\"):",
         "",
         "```text",
         _aligned(header, rows),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def test_two_runs_give_method_by_run_rows_with_paired_intervals(runs):
     comparison = compare_runs([first, second], labels=["seed 0", "seed 1"])
     table = comparison.table()
     assert table.header == ["method", "run", "R1-A", "Exact Cons_sem", "R1-C Cons_sem",
-                            "A2C don't-know share", "A2C calls / question"]
+                            "Don't-know share of picks (A2C)", "A2C calls / question"]
     assert [row[:2] for row in table.rows] == [
         ["in-context paraphrases", "seed 0"], ["in-context paraphrases", "seed 1"],
         ["cross-temperature", "seed 0"], ["cross-temperature", "seed 1"]]
@@ -143,3 +144,50 @@ def test_runs_that_share_no_question_are_refused_without_suggesting_intersect(ru
         assert capsys.readouterr().err.splitlines() == [
             f"a2c: error: {runs[0]} and {other} share no question (same id and text; 5 and 2 questions), so "
             "there is nothing to compare"]
+
+
+def _markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every markdown table of a page, as rows keyed by its header."""
+    tables, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])])
+        elif block:
+            header, rows = block[0], [r for r in block[1:] if not set("".join(r)) <= set("-: ")]
+            tables.append([dict(zip(header, r, strict=True)) for r in rows])
+            block = []
+    return tables
+
+
+def test_the_report_and_compare_give_a_dont_know_figure_one_name_and_one_value(tmp_path):
+    """On one run the three don't-know figures differ; each table names its figure by its own name, the
+    report and `a2c compare` show the same value under the same name, and no page says "don't-know share"
+    without saying of what."""
+    from a2c.qa.dont_know import OF_CHOICES, OF_PICKS, OF_RANK_REPLIES, heading
+
+    run = qa_run(tmp_path, limit=12)  # its paraphrase rank replies: some unparsed, some "don't know"
+    report = (run / "report.md").read_text(encoding="utf-8")
+    comparison = compare_runs([run])
+    compare = comparison.markdown()
+    tables = _markdown_tables(report)
+    choices = next(t for t in tables if t and f"{heading(OF_CHOICES)} (A2C)" in t[0])
+    picks = next(t for t in tables if t and heading(OF_PICKS) in t[0])
+    replies = next(t for t in tables if t and "named don't know" in t[0])
+    compared = next(t for t in _markdown_tables(compare) if t and f"{heading(OF_PICKS)} (A2C)" in t[0])
+    compared_replies = next(t for t in _markdown_tables(compare) if t and "named don't know" in t[0])
+    for label in METHODS.values():
+        a2c = next(r for r in picks if r["method"] == label and r["selection"] == "A2C")
+        mine = next(r for r in compared if r["method"] == label)
+        assert a2c[heading(OF_PICKS)] == mine[f"{heading(OF_PICKS)} (A2C)"] != "n/a"
+        assert next(r for r in replies if r["method"] == label)["named don't know"] == \
+            next(r for r in compared_replies if r["method"] == label)["named don't know"]
+    paraphrase = {name: float(value) for name, value in (
+        ("choices", next(r for r in choices if r["method"] == METHODS["paraphrase"])[f"{heading(OF_CHOICES)} "
+                                                                                      "(A2C)"]),
+        ("replies", next(r for r in replies if r["method"] == METHODS["paraphrase"])["named don't know"]),
+        ("picks", next(r for r in picks if r["method"] == METHODS["paraphrase"]
+                       and r["selection"] == "A2C")[heading(OF_PICKS)]))}
+    assert len(set(paraphrase.values())) == 3, paraphrase  # three figures, so three names
+    assert len({OF_CHOICES, OF_RANK_REPLIES, OF_PICKS}) == 3
+    for page in (report, compare):
+        assert not re.search(r"don't-know share(?! of (choices|rank replies|picks))", page, re.IGNORECASE)

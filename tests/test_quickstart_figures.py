@@ -108,9 +108,10 @@ def test_figures_land_between_the_markers_and_a_rewrite_changes_nothing(run_dir:
     assert figures_script.COMMAND in inside
     header = next(line for line in inside.splitlines() if line.startswith("| method"))
     assert [c.strip() for c in header.strip("|").split("|")] == [
-        "method", "R1-A", "Don't-know share", "Emb Cons_sem", "Entropy (Emb)"]
+        "method", "R1-A", "Don't-know share of choices", "Emb Cons_sem", "Entropy (Emb)"]
     page = docs.read_text(encoding="utf-8")
-    assert "| method | R1-A | Don't-know share (A2C) | Emb | R1-C |" in page  # the report's, less `model`
+    # the report's header, less `model`
+    assert "| method | R1-A | Don't-know share of choices (A2C) | Emb | R1-C |" in page
     assert "1 of 1 temperature rank prompts" in page and "\nbetween\n" in page and page.endswith("end\n")
     assert "(not measured" in page  # the fake run picked with A2C alone
     signal = page.split("<!-- quickstart-signal:start -->")[1].split("<!-- quickstart-signal:end -->")[0]

@@ -94,9 +94,9 @@ def test_before_after_table_layout_and_marks(run_dir):
     assert change.low > 0
     assert emb == (f"{sum(before) / len(before):.3f} → {sum(after) / len(after):.3f} ↑ "
                    f"[{change.low:+.3f}, {change.high:+.3f}]")
-    # beside accuracy: the share of parsed A2C choices that took "don't know" (temperature: 1 of 1;
+    # beside accuracy: the don't-know share of choices, A2C's parsed rank replies (temperature: 1 of 1;
     # paraphrase: 0 of 1 parsed, the unparsed reply does not count)
-    idk = table.header.index("Don't-know share (A2C)")
+    idk = table.header.index("Don't-know share of choices (A2C)")
     assert idk == table.header.index("R1-A") + 1
     assert [r[idk] for r in table.rows] == ["0.000", "1.000"]
 
@@ -268,10 +268,11 @@ def test_the_report_says_what_the_run_found(run_dir, tmp_path):
     paraphrase = next(line for line in lines if line.startswith("- **in-context paraphrases**"))
     assert paraphrase.startswith("- **in-context paraphrases**: after Ask-to-Choose, Emb Cons_sem +0.19")
     assert "R1-A" not in paraphrase and "(after − before, 95% interval over 6 questions)" in paraphrase
-    temperature = next(line for line in lines if line.startswith("- On cross-temperature samples, 100%"))
-    assert "(the don't-know share: rank prompts whose parsed choice is that option)." in temperature
+    temperature = next(line for line in lines if line.startswith("- On cross-temperature samples, 100% of "
+                                                                 "A2C's choices were the don't-know option"))
+    assert "(the don't-know share of choices: among the rank replies that named an option" in temperature
     assert "declining" not in temperature  # accuracy did not rise
-    assert "Don't-know share (A2C): the share of the rank prompts whose parsed choice" in report
+    assert "Don't-know share of choices (A2C): among A2C's choices (the rank replies that named" in report
     assert report.index("## What this run says") < report.index("## Before → after Ask-to-Choose")
 
     rising = RunFolder(tmp_path / "rising")

@@ -336,8 +336,8 @@ def test_random_is_the_exact_expectation_and_the_summary_compares_with_it(finish
     assert a2c.vs_a2c == {} and a2c.dont_know_share is not None
     assert next(s for s in summary.selection if s.method == "random").vs_random == {}
     assert (finished / "run" / "table_selection.csv").read_text().startswith(
-        "method,selection,R1-A,Don't-know share,picked,unparsed,model calls / question,R1-A − random,"
-        "R1-A − random low,R1-A − random high,R1-A − A2C,")
+        "method,selection,R1-A,Don't-know share of picks,picked,unparsed,model calls / question,"
+        "R1-A − random,R1-A − random low,R1-A − random high,R1-A − A2C,")
     assert "## Picking one answer" in (finished / "run" / "report.md").read_text()
 
 

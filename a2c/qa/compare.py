@@ -2,8 +2,8 @@
 paired bootstrap interval.
 
 Rows are variation method × run (labelled by the run's model, or `--label`); columns are accuracy per
-similarity and Cons_sem per judge, before → after Ask-to-Choose, then the share of questions where A2C's
-pick was "don't know" and A2C's model calls per question (rank prompts and the fresh paraphrases they show,
+similarity and Cons_sem per judge, before → after Ask-to-Choose, then A2C's don't-know share of picks
+(`a2c.qa.dont_know`) and A2C's model calls per question (rank prompts and the fresh paraphrases they show,
 from `selections.jsonl`). A second table gives each run's rank-prompt format-following on the same
 questions (`a2c.qa.format_following`), the paper's hypothesis being that A2C needs a model that follows the
 prompt. A cell's before and after are means over
@@ -25,6 +25,7 @@ from a2c.display.viewdata import Image, Section, TableBlock, Text
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.dont_know import OF_PICKS, heading, share_of_picks
 from a2c.qa.format_following import (
     FORMAT_FOLLOWING_NOTE,
     FormatFollowing,
@@ -101,8 +102,9 @@ class ComparedRun:
     following: dict[Source, FormatFollowing]  # of its rank replies to the compared questions
 
     def dont_know_share(self, source: Source) -> str:
-        picked = [p for p in self.a2c_picks.get(source, []) if p.text is not None]
-        return fmt(sum(bool(p.dont_know) for p in picked) / len(picked)) if picked else "n/a"
+        """A2C's don't-know share of picks on the compared questions, as the table writes it."""
+        return fmt(share_of_picks(bool(p.dont_know) for p in self.a2c_picks.get(source, [])
+                                  if p.text is not None))
 
     def calls_per_question(self, source: Source) -> str:
         picks = self.a2c_picks.get(source, [])
@@ -133,7 +135,7 @@ class Comparison:
         return [(source, run) for source in SOURCES for run in self.runs if (source, "before") in run.rows]
 
     def table(self) -> Table:
-        header = ["method", "run", *[m.label for m in self.metrics], "A2C don't-know share",
+        header = ["method", "run", *[m.label for m in self.metrics], f"{heading(OF_PICKS)} (A2C)",
                   "A2C calls / question"]
         return Table(header, [[SOURCE_LABELS[source].table, run.label,
                                *[_cell_text(self.cells[(source, run.label, m.key)]) for m in self.metrics],
@@ -173,8 +175,9 @@ class Comparison:
                 f"the difference after − before with its {LEVEL:.0%} paired bootstrap interval "
                 f"({RESAMPLES:,} resamples of the questions, seed {SEED}); * marks an interval that "
                 "excludes 0. Accuracy is TruthfulQA's acc over the questions with references; consistency "
-                "is Cons_sem (Contra: lower = more consistent). The last columns: the share of A2C's picks "
-                "that are the \"don't know\" option, and A2C's model calls per question.")
+                f"is Cons_sem (Contra: lower = more consistent). The last columns: A2C's {OF_PICKS} (the "
+                "share of its picks, one per question, that are the \"don't know\" option), and A2C's "
+                "model calls per question.")
         if self.left_out:
             text += f" Not in every run, so not compared: {', '.join(self.left_out)}."
         return text

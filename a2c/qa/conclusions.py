@@ -4,6 +4,7 @@ rest is said to be indistinguishable from 0."""
 
 from __future__ import annotations
 
+from a2c.qa.dont_know import OF_CHOICES
 from a2c.qa.rows import SOURCE_LABELS, SOURCES
 from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import Difference, QASummary, SelectionSummary, judge_label
@@ -34,7 +35,7 @@ def _changes(summary: QASummary) -> list[str]:
 
 
 def _dont_know(summary: QASummary) -> list[str]:
-    """The don't-know share of the rank prompts, and when it may carry an accuracy rise."""
+    """The don't-know share of choices (the after-A2C answers), and when it may carry an accuracy rise."""
     found = []
     for source in SOURCES:
         after = summary.group(source, "after")
@@ -43,8 +44,9 @@ def _dont_know(summary: QASummary) -> list[str]:
         change = summary.change(source)
         rose = [similarity_label(s) for s, d in (change.accuracy.items() if change else ())
                 if summary.referenced and d.direction == "up"]
-        line = (f"On {SOURCE_LABELS[source].prose}, {after.idk_share:.0%} of the rank prompts chose the "
-                "don't-know option (the don't-know share: rank prompts whose parsed choice is that option).")
+        line = (f"On {SOURCE_LABELS[source].prose}, {after.idk_share:.0%} of A2C's choices were the "
+                f"don't-know option (the {OF_CHOICES}: among the rank replies that named an option, those "
+                "naming that one).")
         if rose and after.idk_share > 0:
             line += (f" The {', '.join(rose)} rise comes with these declines: an answer saying it does not "
                      "know is scored against the references like any other (TruthfulQA counts \"I have no "

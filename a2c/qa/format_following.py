@@ -22,15 +22,16 @@ from pydantic import BaseModel, ConfigDict
 
 from a2c.common.text import normalize
 from a2c.display.reporting import Table, fmt
+from a2c.qa.dont_know import OF_RANK_REPLIES, share_of_rank_replies
 from a2c.qa.rows import SOURCES, AnswerField, ChoiceRow, GenerationRow, Source
 
 FORMAT_FOLLOWING_NOTE = (
     "The paper's hypothesis is that Ask-to-Choose needs a model that follows the rank prompt. Per source: "
-    "the share of rank replies naming one of the answer options, the \"don't know\" option, or nothing "
-    "(left out of the choices); then, among the replies that picked an answer of a prompt showing at least "
-    "two, the share picked at each position against the share of the candidates merged into the option "
-    "there (what a pick blind to positions gets on average): picked well above the candidates' share at "
-    "position 1 is a preference for the first line.")
+    "the share of rank replies naming one of the answer options, the \"don't know\" option (\"named don't "
+    f"know\": the {OF_RANK_REPLIES}), or nothing (left out of the choices); then, among the replies that "
+    "picked an answer of a prompt showing at least two, the share picked at each position against the "
+    "share of the candidates merged into the option there (what a pick blind to positions gets on "
+    "average): picked well above the candidates' share at position 1 is a preference for the first line.")
 
 
 class FormatFollowing(BaseModel):
@@ -159,5 +160,6 @@ def format_following_table(rows: Sequence[tuple[Sequence[str], FormatFollowing]]
               "answer picks (≥ 2 options)", "position 1: picked vs candidates", "position 2",
               "positions 3+"]
     return Table(header, [[*lead, f"{ff.replies:,}", fmt(ff.share(ff.named_option)),
-                           fmt(ff.share(ff.named_idk)), fmt(ff.share(ff.unparsed)), f"{ff.positioned:,}",
-                           _position(ff, 0, 1), _position(ff, 1, 2), _position(ff, 2)] for lead, ff in rows])
+                           fmt(share_of_rank_replies(ff.replies, ff.named_idk)), fmt(ff.share(ff.unparsed)),
+                           f"{ff.positioned:,}", _position(ff, 0, 1), _position(ff, 1, 2), _position(ff, 2)]
+                          for lead, ff in rows])

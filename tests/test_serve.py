@@ -519,7 +519,7 @@ def test_every_serve_flag_is_explained(capsys):
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
     flags = [a for a in serve._actions if a.option_strings and a.dest not in {"help", "debug"}]
-    assert len(flags) == 25  # with --calibration and --decline-text
+    assert len(flags) == 26  # with --calibration, --decline-text and --model-alias
     assert all(len(a.help or "") > 20 for a in flags), [a.dest for a in flags if len(a.help or "") <= 20]
     with pytest.raises(SystemExit):
         main(["serve", "--help"])

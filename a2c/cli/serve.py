@@ -1,8 +1,8 @@
 """`a2c serve --upstream URL`: Ask-to-Choose as an OpenAI-compatible server in front of another one.
 
 The flags override the serve config file (`--config`), whose sections are a run config's answer settings
-(`seed`, `variation`, `judges`, `entropy_judge`, `a2c`), `generator:` and `server:`. The upstream key is
-read from an environment variable or a file and never printed; the client key (`--api-key` or
+(`seed`, `variation`, `judges`, `entropy_judge`, `ask_to_choose`), `generator:` and `server:`. The upstream
+key is read from an environment variable or a file and never printed; the client key (`--api-key` or
 A2C_SERVE_API_KEY) likewise. SIGTERM drains: requests in flight are answered, then the process exits 0.
 """
 
@@ -44,6 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "served round-robin)")
     model.add_argument("--model", help="model name: the upstream's served name, or the in-process model "
                        "(default: the embedded SmolLM2-135M-Instruct)")
+    model.add_argument("--model-alias", action="append", dest="model_aliases", metavar="NAME",
+                       help="another name a request's `model` may give for the served model, e.g. gpt-4o "
+                       "(repeatable; '*': any name). Without it a request naming another model gets 404 "
+                       "model_not_found")
     model.add_argument("--backend", choices=RegistryNames("a2c.llm.config:BACKENDS"), metavar="BACKEND",
                        help="in-process backend instead of an upstream: %(choices)s (default: openai with "
                        "--upstream)")
@@ -62,8 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="SQLite request cache: a repeated prompt with the same seed is served from it "
                        "(default: no cache)")
     model.add_argument("--config", type=Path, metavar="YAML",
-                       help="serve config: answer settings (seed, variation, judges, entropy_judge, a2c as "
-                       "in a run config), `generator:` and `server:` sections; flags override it")
+                       help="serve config: answer settings (seed, variation, judges, entropy_judge, "
+                       "ask_to_choose as in a run config), `generator:` and `server:` sections; flags "
+                       "override it")
     server = parser.add_argument_group("server")
     server.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--port", type=int, help="port to listen on (default 8100; 0: any free port)")
@@ -89,8 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="most answers per temperature (variation.samples) a request may ask for; the "
                         "server's own settings are held to it too (default 16)")
     server.add_argument("--max-tokens", type=whole_number(1), metavar="N",
-                        help="largest reply budget (the variation's and a2c's max_tokens) a request may set "
-                        "(default 1024)")
+                        help="largest reply budget (the variation's and ask_to_choose's max_tokens) a "
+                        "request may set (default 1024)")
     server.add_argument("--max-calls", type=whole_number(1), metavar="N",
                         help="most model calls one request's settings may cost, counted before any is made; "
                         "more: 400 (default 256)")
@@ -151,7 +156,8 @@ def serve_config(args: argparse.Namespace) -> Any:
                      "max_batch": args.max_batch, "max_pending": args.max_pending, "deadline": args.deadline,
                      "max_body_bytes": args.max_body, "read_timeout": args.read_timeout,
                      "max_samples": args.max_samples, "max_tokens": args.max_tokens,
-                     "max_calls_per_request": args.max_calls, "log_requests": args.log_requests})
+                     "max_calls_per_request": args.max_calls, "log_requests": args.log_requests,
+                     "model_aliases": tuple(args.model_aliases) if args.model_aliases else None})
     config = build_serve_config(file, generator, server, str(args.config or "flags"))
     try:  # what every request starts from must be something a request may ask for
         check_limits(config.defaults, config.server, "")

@@ -65,6 +65,24 @@ class ServeState:
     def model(self) -> str:
         return self.config.generator.model
 
+    @property
+    def model_ids(self) -> list[str]:
+        """What `GET /v1/models` lists: the served model, then its named aliases (not the wildcard)."""
+        aliases = self.config.server.model_aliases
+        return [self.model, *dict.fromkeys(a for a in aliases if a not in ("*", self.model))]
+
+    def check_model(self, asked: str | None) -> None:
+        """A request naming a model this server does not serve is refused as OpenAI refuses one: 404
+        `model_not_found`, not answered by another model under the name it asked for. No `model` at all is
+        the served one."""
+        if asked is None or asked in self.model_ids or "*" in self.config.server.model_aliases:
+            return
+        served = ", ".join(f"`{m}`" for m in self.model_ids)
+        raise APIError(404, f"the model `{printable(asked[:200])}` is not served here; this server serves "
+                       f"{served} (as GET /v1/models lists): send that as `model`, or start the server with "
+                       "--model-alias NAME to take another name for it", param="model",
+                       code="model_not_found")
+
     def mask(self, text: str) -> str:
         return redact(text, self.secrets)
 
@@ -212,10 +230,9 @@ def create_app(state: ServeState) -> FastAPI:
         body = await read_json(request, server.max_body_bytes, server.read_timeout)
         model, question_of = ENDPOINTS[endpoint]
         parsed = parse_request(model, body)
+        state.check_model(parsed.model)
         question, unused = question_of(parsed)
         ignored = ignored_fields(body) + unused
-        if parsed.model is not None and parsed.model != state.model:
-            ignored.append(f"model ({parsed.model} is served by {state.model})")
         given = parsed.a2c
         if parsed.seed is not None and (given is None or isinstance(given, dict)):
             given = {"seed": parsed.seed, **(given or {})}  # `a2c.seed` wins over the OpenAI `seed`
@@ -258,8 +275,8 @@ def create_app(state: ServeState) -> FastAPI:
     @app.get("/v1/models")
     async def models(request: Request) -> dict[str, Any]:
         state.check_key(request)
-        return {"object": "list", "data": [{"id": state.model, "object": "model", "created": 0,
-                                            "owned_by": "a2c"}]}
+        return {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "a2c"}
+                                           for model in state.model_ids]}
 
     @app.get("/health")
     async def health() -> dict[str, Any]:

@@ -2,9 +2,10 @@
 asks, and the server's own limits.
 
 The answer settings are the run config's own sections (`seed`, `variation`, `judges`, `entropy_judge`,
-`a2c`), validated by the run config's model, so a served answer and an `a2c run` answer are configured
-alike and a typo fails the same way. A request may override some of them in its `a2c` object, within the
-limits (`a2c.serve.per_request`); the generator, the judges' options and the limits are the operator's.
+`ask_to_choose`, whose earlier name `a2c` is still read with a warning), validated by the run config's
+model, so a served answer and an `a2c run` answer are configured alike and a typo fails the same way. A
+request may override some of them in its `a2c` object, within the limits (`a2c.serve.per_request`); the
+generator, the judges' options and the limits are the operator's.
 A file may name its `task` (the default, `qa`, is the one that declares serving: `TaskSpec.serves`); any
 other is refused in one line.
 """
@@ -15,11 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from a2c.common.errors import A2CError
 from a2c.common.files import parse_yaml, read_text
 from a2c.common.registry import UnknownNameError
+from a2c.common.untrusted import is_blank
 from a2c.llm import GeneratorConfig, validate_generator
 from a2c.qa.calibration import Calibration
 from a2c.qa.config import RENAMED_SECTIONS, ExperimentConfig, renamed_keys
@@ -59,6 +61,16 @@ class ServerOptions(BaseModel):
     max_samples: int = Field(16, ge=1)
     max_tokens: int = Field(1024, ge=1)
     max_calls_per_request: int = Field(256, ge=1)
+    # other names a request's `model` may give for the served model (a client hard-wired to one); "*" takes
+    # any name. Any other name is a 404 `model_not_found`
+    model_aliases: tuple[str, ...] = ()
+
+    @field_validator("model_aliases")
+    @classmethod
+    def _named(cls, aliases: tuple[str, ...]) -> tuple[str, ...]:
+        if any(is_blank(a) for a in aliases):
+            raise ValueError("an alias must be a name (not empty or only invisible characters)")
+        return aliases
 
 
 def describe(exc: ValidationError, prefix: str) -> tuple[str, str]:

@@ -208,6 +208,8 @@ class Evidence(BaseModel):
     question: str
     answer: str | None  # the most chosen option; None when no rank reply could be parsed
     selected_by: SelectedBy
+    # the content is the rank prompts' "don't know" option (`ask_to_choose.idk_text`): the model chose it
+    dont_know: bool
     vote_share: float | None
     candidates: list[Candidate]
     choices: list[RankReply]
@@ -245,6 +247,15 @@ def selected_text(choice: Choice) -> tuple[str, Literal["vote", "majority_candid
     return next(t for t in texts if votes[normalize(t)] == top).strip(), "majority_candidate"
 
 
+def chose_dont_know(choice: Choice) -> bool:
+    """Whether the vote's winner is the rank prompts' "don't know" option: some parsed reply took the last
+    option and its text is the winning one (as the selection stage decides a pick's `dont_know`)."""
+    if choice.answer is None:
+        return False
+    won = normalize(choice.answer)
+    return any(c.dont_know and normalize(c.text or "") == won for c in choice.choices)
+
+
 def served_text(answered: Answered, decline_text: str | None = None) -> tuple[str, SelectedBy]:
     """The content to return. With a calibration: the decline text for a declined answer when one is
     set, else the calibrated source's A2C answer (the answer its confidence is about); without one, or
@@ -255,6 +266,20 @@ def served_text(answered: Answered, decline_text: str | None = None) -> tuple[st
     if decision is not None and decision.answer is not None:
         return decision.answer, "calibrated_source"
     return selected_text(answered.choice)
+
+
+def served_dont_know(answered: Answered, selected_by: SelectedBy) -> bool:
+    """Whether the content `served_text` returns is the "don't know" option the model chose: the vote's
+    winner (`chose_dont_know`), or with a calibration its source's A2C answer, when that is the option."""
+    choice = answered.choice
+    if selected_by == "vote":
+        return chose_dont_know(choice)
+    decision = choice.decision
+    if selected_by != "calibrated_source" or decision is None or decision.answer is None:
+        return False
+    won = normalize(decision.answer)
+    return any(c.dont_know and c.source == decision.source and normalize(c.text or "") == won
+               for c in choice.choices)
 
 
 def evidence(answered: Answered, settings: dict[str, Any] | None, queued: float,
@@ -268,6 +293,7 @@ def evidence(answered: Answered, settings: dict[str, Any] | None, queued: float,
     rows = choice.choices
     return Evidence(
         question=choice.question, answer=choice.answer, selected_by=selected_by,
+        dont_know=served_dont_know(answered, selected_by),
         vote_share=choice.consistency.get("vote_share"),
         candidates=[Candidate(source=g.source, slot=g.slot, technique=g.technique, temperature=g.temperature,
                               asked=g.asked, answer=text)

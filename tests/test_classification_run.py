@@ -103,7 +103,8 @@ def test_cli_reports_a_bad_config_in_one_line_with_status_2(tmp_path, capsys):
     path = _yaml(tmp_path, "name: x\ntask: nli\n")
     assert main(["run", str(path)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"a2c: error: {path}:2: task: unknown task 'nli'. Known: classification, qa."]
+        f"a2c: error: {path}:2: task: unknown task 'nli'. Known: classification, qa. Plug-ins add names "
+        "through the entry-point group a2c.tasks."]
 
 
 # -- scripted end to end -------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ class Perturbation:
     build: Callable[[ClassificationItem, ClassificationConfig, Rewrites], list[InputRow]]
 
 
-PERTURBATIONS: Registry[Perturbation] = Registry("perturbation")
+PERTURBATIONS: Registry[Perturbation] = Registry("perturbation", group="a2c.perturbations")
 
 
 def render(item: ClassificationItem, config: ClassificationConfig) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from a2c import __version__
-from a2c.common.errors import A2CError, RenamedKeyWarning
+from a2c.common.errors import A2CError, OneLineWarning
 from a2c.common.redact import redact
 from a2c.common.registry import resolve
 from a2c.common.untrusted import printable
@@ -96,8 +96,9 @@ def raised_at(tb: TracebackType | None) -> str | None:
 
 def _warning_text(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   line: str | None = None) -> str:
-    """A renamed config key as one line, like the CLI's errors; other warnings as Python shows them."""
-    if issubclass(category, RenamedKeyWarning):
+    """A warning for the user (a renamed config key, an unused plug-in) as one line, like the CLI's errors;
+    other warnings as Python shows them."""
+    if issubclass(category, OneLineWarning):
         return f"a2c: warning: {message}\n"
     return _python_warning_text(message, category, filename, lineno, line)
 

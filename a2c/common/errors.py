@@ -13,6 +13,10 @@ class A2CError(Exception):
         self.hint = hint
 
 
-class RenamedKeyWarning(FutureWarning):
-    """A config key read under its new name: the CLI shows it as one `a2c: warning:` line (a FutureWarning,
-    so Python shows it to users by default)."""
+class OneLineWarning(FutureWarning):
+    """A warning meant for the user: the CLI shows it as one `a2c: warning:` line (a FutureWarning, so
+    Python shows it to users by default)."""
+
+
+class RenamedKeyWarning(OneLineWarning):
+    """A config key read under its new name."""

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from a2c.common.errors import A2CError
+from a2c.common.errors import A2CError, OneLineWarning
+
+__all__ = ["Plugin", "PluginError", "PluginWarning", "Registry", "UnknownNameError", "lazy_attributes",
+           "plugin_entry_points", "resolve"]
 
 T = TypeVar("T")
 
@@ -32,13 +37,54 @@ class UnknownNameError(A2CError, KeyError):
         return str(self.args[0])
 
 
-class Registry(Generic[T]):
-    """A mapping of names to one kind of component (backends, judges, tasks, ...)."""
+class PluginError(A2CError, ValueError):
+    """An outside plug-in that cannot be used: its module fails to import, it holds the wrong kind of
+    object, or two distributions declare the same name. A ValueError, so a config naming it reports the
+    key and the line."""
 
-    def __init__(self, kind: str, base: type | None = None) -> None:
+
+class PluginWarning(OneLineWarning):
+    """A plug-in that is not used because a built-in component has its name."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point of an installed distribution: `name = value` in `group`."""
+
+    name: str
+    value: str  # "module:attr"
+    group: str
+    distribution: str
+
+    def __str__(self) -> str:
+        return f"entry point `{self.name} = {self.value}` of {self.distribution!r} (group {self.group})"
+
+
+def plugin_entry_points(group: str) -> list[Plugin]:
+    """The entry points installed distributions declare in `group`, from their metadata (nothing of theirs
+    is imported).
+
+    Args:
+        group: the entry-point group, e.g. `a2c.judges`.
+
+    Returns:
+        One `Plugin` per entry point, in the order the metadata lists them.
+    """
+    return [Plugin(ep.name, ep.value, group, ep.dist.name if ep.dist is not None else "unnamed")
+            for ep in importlib.metadata.entry_points(group=group)]
+
+
+class Registry(Generic[T]):
+    """A mapping of names to one kind of component (backends, judges, tasks, ...); with a `group`, the
+    entry points of that group are names too (the module docstring says how)."""
+
+    def __init__(self, kind: str, base: type | None = None, group: str | None = None) -> None:
         self.kind = kind
         self.base = base
+        self.group = group
         self._entries: dict[str, T | str] = {}
+        self._plugin_table: dict[str, list[Plugin]] | None = None  # read on first need
+        self._plugins_loaded: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
         def add(entry: T) -> T:
@@ -59,13 +105,15 @@ class Registry(Generic[T]):
         self._entries[name] = entry
 
     def get(self, name: str) -> T:
-        try:
-            entry = self._entries[name]
-        except KeyError:
-            close = difflib.get_close_matches(name, self._entries, n=3)
-            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-            known = ", ".join(sorted(self._entries))
-            raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} Known: {known}.") from None
+        """The component registered (or installed as a plug-in) under `name`, its module imported now.
+
+        Raises:
+            UnknownNameError: no such name; the message lists the closest and all known names.
+            PluginError: the name is a plug-in's and that plug-in cannot be loaded.
+        """
+        if name not in self._entries:
+            return self._plugin(name)
+        entry = self._entries[name]
         if isinstance(entry, str):
             entry = self._entries[name] = self._load(name, entry)
         return entry
@@ -73,17 +121,70 @@ class Registry(Generic[T]):
     def _load(self, name: str, target: str) -> T:
         return cast(T, resolve(target, self.base, f"{self.kind} {name!r}"))
 
-    def names(self) -> list[str]:
-        return sorted(self._entries)
+    def _plugins(self) -> dict[str, list[Plugin]]:
+        """The group's entry points by name, read from the metadata once; those a built-in name shadows
+        are left out, each with a `PluginWarning`."""
+        if self._plugin_table is None:
+            table: dict[str, list[Plugin]] = {}
+            for plugin in plugin_entry_points(self.group) if self.group else []:
+                if plugin.name in self._entries:
+                    warnings.warn(f"{self.kind} {plugin.name!r} is built in: the {plugin} is not used",
+                                  PluginWarning, stacklevel=3)
+                else:
+                    table.setdefault(plugin.name, []).append(plugin)
+            self._plugin_table = table
+        return self._plugin_table
 
-    def items(self, *, as_registered: bool = False) -> Iterator[tuple[str, T]]:
+    def _plugin(self, name: str) -> T:
+        if name in self._plugins_loaded:
+            return self._plugins_loaded[name]
+        found = self._plugins().get(name)
+        if not found:
+            raise UnknownNameError(self._unknown(name))
+        if len(found) > 1:
+            raise PluginError(f"{self.kind} {name!r} is declared by more than one plug-in: "
+                              f"{'; '.join(map(str, found))}; uninstall all but one")
+        plugin = found[0]
+        try:
+            loaded = self._load(name, plugin.value)
+        except Exception as exc:  # anything its import raises: the plug-in's, not a2c's
+            reason = next(iter(str(exc).strip().splitlines()), "")
+            raise PluginError(f"{self.kind} {name!r} comes from the {plugin}, which cannot be loaded: "
+                              f"{type(exc).__name__}{': ' + reason if reason else ''}") from exc
+        self._plugins_loaded[name] = loaded
+        return loaded
+
+    def _unknown(self, name: str) -> str:
+        known = self.names()
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        origin = f" Plug-ins add names through the entry-point group {self.group}." if self.group else ""
+        return f"unknown {self.kind} {name!r}.{hint} Known: {', '.join(known)}.{origin}"
+
+    def plugin_of(self, name: str) -> Plugin | None:
+        """The entry point a plug-in name comes from; None for a built-in name (or an unknown one)."""
+        if name in self._entries:
+            return None
+        found = self._plugins().get(name)
+        return found[0] if found else None
+
+    def names(self, *, plugins: bool = True) -> list[str]:
+        """Every name, sorted: built in and (unless `plugins` is false) installed, none of them imported."""
+        return sorted({*self._entries, *(self._plugins() if plugins else ())})
+
+    def items(self, *, as_registered: bool = False, plugins: bool = True) -> Iterator[tuple[str, T]]:
         """Every entry, loaded: by name, or `as_registered` in the order they were registered (where that
-        order is a declaration, e.g. the columns a file writes)."""
-        for name in (list(self._entries) if as_registered else self.names()):
+        order is a declaration, e.g. the columns a file writes; the plug-ins then follow by name).
+        `plugins=False` keeps to the built-in entries (no plug-in is imported)."""
+        if as_registered:
+            names = [*self._entries, *(sorted(set(self._plugins()) - set(self._entries)) if plugins else [])]
+        else:
+            names = self.names(plugins=plugins)
+        for name in names:
             yield name, self.get(name)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return name in self._entries or (isinstance(name, str) and name in self._plugins())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -286,7 +286,7 @@ class ModelJudge(PairwiseJudge):
         self.device = options.device
 
 
-JUDGES: Registry[type[PairwiseJudge]] = Registry("judge", base=PairwiseJudge)
+JUDGES: Registry[type[PairwiseJudge]] = Registry("judge", base=PairwiseJudge, group="a2c.judges")
 for _name, _target in {"exact": "a2c.judges.lexical:ExactJudge", "rouge1": "a2c.judges.lexical:Rouge1Judge",
                        "ner": "a2c.judges.lexical:NERJudge", "pp": "a2c.judges.classifier:ParaphraseJudge",
                        "entail": "a2c.judges.classifier:EntailmentJudge",

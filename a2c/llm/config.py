@@ -8,7 +8,9 @@ the base of all four and builds the right one (`GeneratorConfig(backend="openai"
 `OpenAIConfig`); a config file's field is `AnyGeneratorConfig`, the union picked by `backend`. A config
 builds its backend (`build()`), importing the backend's heavy libraries only then: choosing `openai` never
 imports torch, and the `vllm` extra is needed only by those who use it. A backend is thus one registry entry:
-its config model, which knows how to build it.
+its config model, which knows how to build it. An outside plug-in's backend (entry-point group
+`a2c.backends`) is such a model too, a `GeneratorConfig` subclass: the union takes it by name from the
+registry, its module imported only when a config names it.
 Run folders of the previous release hold every backend's options at their defaults (one flat model
 wrote them): a key of another backend is let through at exactly that default, so they still read.
 """
@@ -25,6 +27,8 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PlainValidator,
+    SerializeAsAny,
     Tag,
     TypeAdapter,
     ValidationError,
@@ -34,7 +38,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from a2c.common.redact import redact
-from a2c.common.registry import Registry, UnknownNameError, resolve
+from a2c.common.registry import PluginError, Registry, UnknownNameError, resolve
 from a2c.llm.context import ContextPolicy
 from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.system.cache import DEFAULT_CACHE_PATH
@@ -85,7 +89,8 @@ class GeneratorConfig(BaseModel):
         kept, refused = {}, {}
         backend = cls.model_fields["backend"].default
         for key, value in data.items():
-            owners = [name for name, model in BACKENDS.items() if key in model.model_fields]
+            # the built-in backends only: checking a key imports no plug-in
+            owners = [name for name, model in BACKENDS.items(plugins=False) if key in model.model_fields]
             if key in cls.model_fields or not owners:
                 kept[key] = value
             elif _as_written(value) != _FLAT_DEFAULTS.get(key, _NOT_FLAT):
@@ -251,9 +256,11 @@ class OpenAIConfig(GeneratorConfig):
 
 
 # a config's `backend:` name → its config model, which builds the backend
-BACKENDS: Registry[type[GeneratorConfig]] = Registry("generation backend", base=GeneratorConfig)
+BACKENDS: Registry[type[GeneratorConfig]] = Registry("generation backend", base=GeneratorConfig,
+                                                 group="a2c.backends")
 for _model in (TransformersConfig, VLLMConfig, OpenAIConfig, ScriptedConfig):
     BACKENDS.register(_model.model_fields["backend"].default)(_model)
+_BUILT_IN = {name: model.__name__ for name, model in BACKENDS.items(plugins=False)}  # name -> its tag
 
 
 class UnknownBackend(GeneratorConfig):
@@ -282,11 +289,33 @@ def _config_class(backend: object) -> type[GeneratorConfig]:
 
 
 def _config_tag(value: Any) -> str | None:
+    """The union branch of a generator: a built-in backend's model, a plug-in's, or the unknown name's.
+    Picking it imports no plug-in."""
     if isinstance(value, GeneratorConfig):
-        return type(value).__name__
+        return type(value).__name__ if type(value).__name__ in _BUILT_IN.values() else "PluginBackend"
     if isinstance(value, dict):
-        return _config_class(value.get("backend", DEFAULT_BACKEND)).__name__
+        name = value.get("backend", DEFAULT_BACKEND)
+        if isinstance(name, str) and name in _BUILT_IN:
+            return _BUILT_IN[name]
+        return "PluginBackend" if isinstance(name, str) and name in BACKENDS else "UnknownBackend"
     return None  # neither fields nor a config: the discriminator's own error
+
+
+def _plugin_config(value: Any) -> GeneratorConfig:
+    """A plug-in backend's generator, validated by the plug-in's own config model (its errors keyed by
+    option, as a built-in backend's are); a plug-in that cannot be loaded is this key's one error."""
+    if isinstance(value, GeneratorConfig):
+        return value
+    try:
+        model = BACKENDS.get(value["backend"])
+    except PluginError as exc:
+        raise PydanticCustomError("plugin_error", "{reason}", {"reason": str(exc)}) from None
+    return model.model_validate(value)
+
+
+# a plug-in's model is not known when this module is imported: the branch validates by the registry and
+# dumps the model it made with that model's own fields
+PluginBackend = SerializeAsAny[Annotated[GeneratorConfig, PlainValidator(_plugin_config)]]
 
 
 # a config file's generator: the backend's own model, picked by `backend:` (absent: transformers); the tags
@@ -294,7 +323,7 @@ def _config_tag(value: Any) -> str | None:
 AnyGeneratorConfig = Annotated[
     Annotated[TransformersConfig, Tag("TransformersConfig")] | Annotated[VLLMConfig, Tag("VLLMConfig")]
     | Annotated[OpenAIConfig, Tag("OpenAIConfig")] | Annotated[ScriptedConfig, Tag("ScriptedConfig")]
-    | Annotated[UnknownBackend, Tag("UnknownBackend")],
+    | Annotated[PluginBackend, Tag("PluginBackend")] | Annotated[UnknownBackend, Tag("UnknownBackend")],
     Discriminator(_config_tag, custom_error_type="generator_type",
                   custom_error_message="Input should be a valid dictionary or instance of GeneratorConfig")]
 

@@ -188,7 +188,7 @@ def _platt(scores: np.ndarray, correct: np.ndarray) -> FittedMap:
 
 
 Fit = Callable[[np.ndarray, np.ndarray], FittedMap]
-CALIBRATION_METHODS: Registry[Fit] = Registry("calibration method")
+CALIBRATION_METHODS: Registry[Fit] = Registry("calibration method", group="a2c.calibration")
 CALIBRATION_METHODS.register("isotonic")(_isotonic)
 CALIBRATION_METHODS.register("platt")(_platt)
 

@@ -87,7 +87,7 @@ class SetMetric:
         return self.label if self.higher_is_better else f"-{self.label}"
 
 
-SET_METRICS: Registry[SetMetric] = Registry("set metric", base=SetMetric)
+SET_METRICS: Registry[SetMetric] = Registry("set metric", base=SetMetric, group="a2c.metrics")
 SET_METRICS.register_lazy("cons_lex", "a2c.metrics.consistency:CONS_LEX")
 SET_METRICS.register_lazy("cons_sem", "a2c.metrics.consistency:CONS_SEM")
 SET_METRICS.register_lazy("cons_sem_accurate", "a2c.metrics.consistency:CONS_SEM_ACCURATE")

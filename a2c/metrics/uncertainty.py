@@ -336,7 +336,8 @@ class Measure:
         return -value
 
 
-UNCERTAINTY_MEASURES: Registry[Measure] = Registry("uncertainty measure", base=Measure)
+UNCERTAINTY_MEASURES: Registry[Measure] = Registry("uncertainty measure", base=Measure,
+                                                       group="a2c.uncertainty")
 # in the order a run's uncertainty rows list them (`Registry.items(as_registered=True)`)
 for _name, _measure in (
     ("num_semantic_sets",

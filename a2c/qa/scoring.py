@@ -106,7 +106,7 @@ class Similarity:
     label: str
 
 
-SIMILARITIES: Registry[Similarity] = Registry("accuracy similarity")
+SIMILARITIES: Registry[Similarity] = Registry("accuracy similarity", group="a2c.similarities")
 
 
 def _register(name: str, label: str, options: type[SimilarityOptions] = SimilarityOptions

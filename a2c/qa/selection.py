@@ -132,7 +132,7 @@ class SelectionMethod:
     settings: Callable[[Any, ExperimentConfig], dict[str, Any]] = _no_settings
 
 
-SELECTION_METHODS: Registry[SelectionMethod] = Registry("selection method")
+SELECTION_METHODS: Registry[SelectionMethod] = Registry("selection method", group="a2c.selection")
 
 
 def selection_options(name: str, options: Mapping[str, Any]) -> SelectionOptions:

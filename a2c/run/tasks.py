@@ -112,7 +112,7 @@ class Comparer:
 
 # a config's `task:` → the task's config model, which declares the config keys that hold paths
 # (`RunConfig.path_keys`) and where the task's `TaskSpec` is (`RunConfig.runs_at`)
-TASKS: Registry[type[RunConfig]] = Registry("task", base=RunConfig)
+TASKS: Registry[type[RunConfig]] = Registry("task", base=RunConfig, group="a2c.tasks")
 TASKS.register_lazy("qa", "a2c.qa.config:ExperimentConfig")
 TASKS.register_lazy("classification", "a2c.classification.config:ClassificationConfig")
 

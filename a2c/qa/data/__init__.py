@@ -45,7 +45,7 @@ class DatasetLoader:
                                f"{', '.join(sorted(takes)) or 'nothing'})")
 
 
-DATASETS: Registry[DatasetLoader] = Registry("dataset")
+DATASETS: Registry[DatasetLoader] = Registry("dataset", group="a2c.datasets")
 
 
 def _truthfulqa(source: DatasetSource) -> list[QARecord]:

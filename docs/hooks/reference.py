@@ -307,12 +307,22 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
 
 
 def registries_page() -> str:
+    from a2c.common.registry import Registry, resolve
+
     lines = ["# Registries", "",
              "Generated from the registries when the site is built: the names a config may use, and what "
-             "each one is (from its docstring).", ""]
+             "each one is (from its docstring). Each registry also takes the names that installed "
+             "plug-ins declare in its entry-point group ([Plug-ins](../how-to/plugins.md)); those installed "
+             "where the site was built are listed with their distribution.", ""]
     for title, where, entries in registries():
-        lines += [f"## {title}", "", f"`{where}`", "", "| name | what it is |", "|---|---|"]
-        lines += [f"| `{name}` | {_cell(what)} |" for name, what in entries]
+        module, _, attr = where.rpartition(".")
+        registry: Registry[Any] = resolve(f"{module}:{attr}", Registry)
+        lines += [f"## {title}", "", f"`{where}` · plug-ins: entry-point group `{registry.group}`", "",
+                  "| name | what it is |", "|---|---|"]
+        for name, what in entries:
+            plugin = registry.plugin_of(name)
+            origin = f" (plug-in from `{plugin.distribution}`)" if plugin else ""
+            lines.append(f"| `{name}` | {_cell(what)}{origin} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -22,7 +22,8 @@ def truthfulqa_samples(csv: str) -> MemoryDataset:
 
 @task
 def truthfulqa_a2c(csv: str, techniques: list[str] | None = None, temperatures: list[float] | None = None,
-                   judge: str = "rouge1", similarity: str = "rouge1", seed: int = 0,
+                   samples: int | None = None, judge: str = "rouge1", similarity: str = "rouge1",
+                   seed: int = 0,
                    short_max_tokens: int | None = None, long_max_tokens: int | None = None,
                    paraphrase_max_tokens: int | None = None) -> Task:
     """TruthfulQA through `ask_to_choose`, scored by `truthfulqa_accuracy` and `consistency(judge)`.
@@ -31,6 +32,8 @@ def truthfulqa_a2c(csv: str, techniques: list[str] | None = None, temperatures: 
       csv: path of the benchmark's TruthfulQA.csv.
       techniques: paraphrase techniques (default a2c's).
       temperatures: temperatures the question is sampled at (default a2c's).
+      samples: answers per temperature (default 1). Each source needs two or more candidates (techniques;
+        temperatures x samples) for its consistency to be defined.
       judge: the a2c judge of the consistency scorer (and of the solver's agreement matrices).
       similarity: the accuracy similarity that labels answers correct for AUROC/PRR.
       seed: the A2C seed.
@@ -40,7 +43,8 @@ def truthfulqa_a2c(csv: str, techniques: list[str] | None = None, temperatures: 
                "paraphrase_max_tokens": paraphrase_max_tokens}
     return Task(
         dataset=truthfulqa_samples(csv),
-        solver=ask_to_choose(techniques=techniques, temperatures=temperatures, judges=[judge], seed=seed,
+        solver=ask_to_choose(techniques=techniques, temperatures=temperatures, samples=samples,
+                             judges=[judge], seed=seed,
                              variation={k: v for k, v in budgets.items() if v is not None}),
         scorer=[truthfulqa_accuracy([similarity, "bleu"] if similarity != "bleu" else ["bleu"]),
                 consistency(judge=judge, accuracy=similarity)],

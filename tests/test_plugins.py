@@ -260,3 +260,18 @@ def test_a_name_two_distributions_declare_is_refused_when_used(plugins, tmp_path
     assert PluginError.__name__ in done.stderr and "declared by more than one plug-in" in done.stderr
     assert "'a2c-demo-plugin'" in done.stderr and "'a2c-demo-again'" in done.stderr
     assert Registry("judge").names() == []  # a registry without a group reads no entry points
+
+
+def test_a_plugin_backends_options_are_checked_by_its_own_model(plugins, tmp_path):
+    """Keyed by option with the file's line, as a built-in backend's are."""
+    config = _config(tmp_path, "opts", 0)
+    written = config.read_text(encoding="utf-8")
+    for option, message in (("batch_size: 3", "generator.batch_size: not an option of the demo_shout backend "
+                                              "(it is one of transformers, vllm)"),
+                            ("shuot: 1", "generator.shuot: unknown key")):
+        config.write_text(written.replace("{backend: demo_shout,", f"{{backend: demo_shout, {option},"),
+                          encoding="utf-8")
+        done = a2c("run", str(config), path=plugins["demo"], cwd=tmp_path)
+        assert done.returncode == 2
+        [line] = done.stderr.strip().splitlines()
+        assert line == f"a2c: error: invalid config: {config}:5: {message}"

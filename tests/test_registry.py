@@ -63,3 +63,44 @@ def test_lazy_attributes_imports_on_first_use_and_warns_only_for_deprecated_name
         package.__getattr__("__path__")
     with pytest.raises(AttributeError):
         package.nothing_here  # noqa: B018  (not in homes; moved_to has no such name)
+
+
+def _installed(monkeypatch, *plugins):
+    """Entry points as the installed metadata would give them (the real install: tests/test_plugins.py)."""
+    from a2c.common import registry
+
+    monkeypatch.setattr(registry, "plugin_entry_points",
+                        lambda group: [registry.Plugin(n, v, group, d) for n, v, d in plugins])
+
+
+def test_plugins_are_names_read_once_and_loaded_on_lookup(monkeypatch):
+    from a2c.common.registry import PluginError, PluginWarning
+
+    _installed(monkeypatch, ("outside", "a2c.common.errors:A2CError", "dist-a"),
+               ("inside", "a2c.common.errors:RenamedKeyWarning", "dist-b"),
+               ("missing", "a2c_no_such_module:Thing", "dist-c"))
+    reg: Registry[type] = Registry("judge", base=Exception, group="a2c.judges")
+    reg.register("inside")(KeyError)
+    with pytest.warns(PluginWarning, match=r"judge 'inside' is built in: the entry point `inside = "
+                                           r"a2c\.common\.errors:RenamedKeyWarning` of 'dist-b'"):
+        assert reg.names() == ["inside", "missing", "outside"]
+    assert reg.get("inside") is KeyError and reg.plugin_of("inside") is None  # the built-in wins
+    assert reg.get("outside") is A2CError and reg.plugin_of("outside").distribution == "dist-a"
+    with pytest.raises(PluginError, match=r"^judge 'missing' comes from the entry point `missing = "
+                                          r"a2c_no_such_module:Thing` of 'dist-c' \(group a2c\.judges\), "
+                                          r"which cannot be loaded: ModuleNotFoundError: No module named"):
+        reg.get("missing")
+    with pytest.raises(UnknownNameError, match=r"Known: inside, missing, outside\. Plug-ins add names "
+                                               r"through the entry-point group a2c\.judges\.$"):
+        reg.get("nothing")
+    assert reg.names(plugins=False) == ["inside"] and [n for n, _ in reg.items(plugins=False)] == ["inside"]
+
+
+def test_a_plugin_of_the_wrong_kind_is_refused_on_lookup(monkeypatch):
+    from a2c.common.registry import PluginError
+
+    _installed(monkeypatch, ("odd", "a2c.common.registry:resolve", "dist-a"))
+    reg: Registry[type] = Registry("task", base=Exception, group="a2c.tasks")
+    with pytest.raises(PluginError, match=r"cannot be loaded: TypeError: task 'odd': "
+                                          r"a2c\.common\.registry:resolve is not a Exception$"):
+        reg.get("odd")

@@ -281,15 +281,18 @@ def _provenance(figures: Figures) -> str:
             "wrote these figures.")
 
 
-CPU_NOTE = ("They are from this one CPU; no other kind of CPU was measured. Given the same answers and rank "
-            "replies, the R1-A, R1-C, Exact and Cons_lex cells, the don't-know shares and the counts are "
-            "token overlaps and counts, the same on any CPU; the Emb-A, Emb and Entropy (Emb) cells "
-            "(embedding cosines against a threshold) and the NER cells (spaCy's neural tagger) go through "
-            "float kernels and move only where a score lies within the last bits of a threshold or a tie; "
-            "the graph measures of the signal table (U_EigV, U_Deg, U_Ecc) go through OpenBLAS, whose "
-            "kernels differ by CPU kind (see [Metrics](../concepts/metrics.md)). The answers and replies "
-            "themselves are drawn from SmolLM2's logits as torch's CPU kernels compute them, so on another "
-            "kind of CPU a token drawn at a near-tie can differ, and with it any cell of these tables.")
+CPU_NOTE = ("Where the CPU's kernels come in: on the same machine (2026-12-02) the script was run twice "
+            "more, once with torch's AVX2 kernels instead of this CPU's AVX-512 ones "
+            "(`ATEN_CPU_CAPABILITY=avx2`) and once with OpenBLAS's SkylakeX kernels instead of its Haswell "
+            "ones (`OPENBLAS_CORETYPE=SkylakeX`), the kernels other x86 CPUs get; every cell and count of "
+            "these tables was the same in all three runs (only the time moved). Given the same answers and "
+            "rank replies, the R1-A, R1-C, Exact and Cons_lex cells, the don't-know shares and the counts "
+            "are token overlaps and counts, the same on any CPU; the embedding (Emb) and NER cells, and the "
+            "graph measures of the signal table (U_EigV, U_Deg, U_Ecc, through OpenBLAS: see "
+            "[Metrics](../concepts/metrics.md)), go through float kernels and move only where a score lies "
+            "within the last bits of a threshold or a tie. The answers and replies are drawn from SmolLM2's "
+            "logits as torch's kernels compute them, so a CPU whose kernels round otherwise (an ARM CPU, "
+            "say: not measured) can draw another token at a near-tie, and with it change any cell.")
 
 
 def docs_block(figures: Figures) -> str:

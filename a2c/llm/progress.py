@@ -87,17 +87,19 @@ def bar(**options: Any) -> tqdm[Any]:
 def ticking(shown: tqdm[Any]) -> Iterator[tqdm[Any]]:
     """Within the block, `shown` is redrawn every `TICK_SECONDS` by a background thread when it reaches a
     terminal, so its clock (elapsed time, ETA) moves while the work in the block holds its count still;
-    the bar is closed at the end. A bar with a `delay` is first drawn once that has passed."""
+    the bar is closed at the end, its line cleared (`leave=False`) or ended, so the next line printed
+    starts on a line of its own. A bar with a `delay` is first drawn once that has passed."""
     with shown:
         if shown.disable or not on_terminal():
             yield shown
             return
-        stop = threading.Event()
+        stop, drawn = threading.Event(), threading.Event()
 
         def tick() -> None:
             while not stop.wait(TICK_SECONDS):
                 if time.time() >= shown.start_t + (shown.delay or 0):
                     shown.refresh()  # under tqdm's lock, which every bar's own redraw takes too
+                    drawn.set()
 
         thread = threading.Thread(target=tick, name=f"a2c progress: {shown.desc}", daemon=True)
         thread.start()
@@ -106,6 +108,8 @@ def ticking(shown: tqdm[Any]) -> Iterator[tqdm[Any]]:
         finally:
             stop.set()
             thread.join()
+            if drawn.is_set():  # tqdm clears (or ends) at close only a bar its own updates drew after `delay`
+                shown.last_print_t = max(shown.last_print_t, shown.start_t + (shown.delay or 0))
 
 
 @contextmanager

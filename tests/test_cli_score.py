@@ -88,7 +88,7 @@ def test_csv_with_own_column_names_and_options(tmp_path, capsys, records):
     ("noquestion.jsonl", '{"answer": "x"}\n', "noquestion.jsonl:1: row has neither 'id' nor 'question'"),
     ("empty.jsonl", "\n", "empty.jsonl: no answers in the file"),
     ("short.csv", "question,answer\nWhat?,yes\nonly one cell\n",
-     "short.csv:3: the row has 1 cells, the header 2"),
+     "short.csv:3: the row has 1 cell, the header 2"),
     ("none.jsonl", '{"question": "Not a TruthfulQA question", "answer": "x"}\n',
      "1 row, none matching a truthfulqa question"),
 ])

@@ -12,6 +12,7 @@ from a2c.classification.suites import (
     ParaphrasticSuite,
     Summary,
 )
+from a2c.common.wording import plural
 from a2c.display.reporting import Table, fmt
 
 
@@ -113,7 +114,7 @@ def constant_labeller_warning(label_counts: dict[str, int]) -> str | None:
 def render_report(summary: Summary) -> str:
     model = summary.model
     lines = [f"# {summary.name}: consistency suites", "",
-             f"{summary.items} items (+{summary.derived_items} derived), model `{model}`.", ""]
+             f"{plural(summary.items, 'item')} (+{summary.derived_items} derived), model `{model}`.", ""]
     warning = constant_labeller_warning(summary.label_counts)
     if warning is not None:
         lines += [warning, ""]

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from a2c.cli.argtypes import RegistryNames, finite_number, whole_number
+from a2c.common.wording import plural
 
 
 def _share(text: str) -> float:
@@ -93,7 +94,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     write_calibration(made, output)
     oos = made.out_of_sample
     print(f"signal: {made.signal} ({made.source}, {made.method}; accuracy under {made.similarity}), "
-          f"fitted on {made.units} questions ({made.dropped} left out)")
+          f"fitted on {plural(made.units, 'question')} ({made.dropped} left out)")
     print(f"out of sample ({oos.folds}-fold cross-fitting, 95% bootstrap intervals over questions):")
     print(f"  always answering: risk {1 - oos.accuracy:.3f}")
     print(f"  AURC {_interval(oos.aurc)} (raw signal {_interval(oos.aurc_raw)}), excess AURC "

@@ -145,7 +145,9 @@ def _describe(row: Row, question_column: str) -> str:
 def _warn_unknown(unknown: Sequence[Row], total: int, dataset: str, question_column: str) -> None:
     shown = "; ".join(_describe(r, question_column) for r in unknown[:SHOWN_UNKNOWN])
     more = f" and {len(unknown) - SHOWN_UNKNOWN} more" if len(unknown) > SHOWN_UNKNOWN else ""
-    print(printable(f"a2c: warning: {len(unknown)} of {total} rows match no {dataset} question and were "
+    print(printable(f"a2c: warning: {len(unknown)} of {plural(total, 'row')} "
+                    f"{'matches' if len(unknown) == 1 else 'match'} no {dataset} question and "
+                    f"{'was' if len(unknown) == 1 else 'were'} "
                     f"skipped: {shown}{more}"), file=sys.stderr)
 
 

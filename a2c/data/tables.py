@@ -16,6 +16,7 @@ from typing import Any
 
 from a2c.common.files import DEFAULT_ENCODING, read_bytes, read_text
 from a2c.common.untrusted import UntrustedInputError, parse_json
+from a2c.common.wording import plural
 from a2c.data.errors import DatasetError
 
 ENCODING_HINT = "set `dataset.encoding` to the file's encoding (e.g. latin-1 or cp1252), or save it as UTF-8"
@@ -78,8 +79,8 @@ def csv_table(path: Path, text: str) -> Table:
     for start, cells in lines:
         where = f"{path}:{start}"
         if len(cells) != len(header):
-            raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a "
-                               "comma or line break inside an unquoted cell?)")
+            raise DatasetError(f"{where}: the row has {plural(len(cells), 'cell')}, the header "
+                               f"{len(header)} (a comma or line break inside an unquoted cell?)")
         rows.append(Row(where, dict(zip(header, cells, strict=True))))
     return Table(path, tuple(header), rows)
 

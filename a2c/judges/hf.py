@@ -22,6 +22,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from a2c.common.errors import A2CError
+from a2c.common.wording import plural
 from a2c.judges.deberta import trim_relative_attention
 from a2c.llm.embedded import encoder_location
 from a2c.system.devices import resolve_device
@@ -226,7 +227,8 @@ class _BatchedModel:
         too_long = _count_over_limit(self.tokenizer, texts, seconds, sizes, self.max_length)
         self.truncated += too_long
         if too_long:
-            warnings.warn(f"{too_long} input(s) longer than {self.max_length} tokens were truncated for "
+            warnings.warn(f"{plural(too_long, 'input')} longer than {self.max_length} tokens "
+                          f"{'was' if too_long == 1 else 'were'} truncated for "
                           f"{self.model}", TruncationWarning, stacklevel=3)
         encoded = encode(self.tokenizer, texts, seconds, self.max_length)
         positions, parts = [], []

@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 from a2c.common.errors import A2CError
 from a2c.common.files import read_text
 from a2c.common.seeds import stable_seed
+from a2c.common.wording import plural
 from a2c.judges import JUDGES, JudgeSpec
 from a2c.metrics.calibration_maps import (
     FittedMap,
@@ -599,7 +600,8 @@ def risk_controlled_map(units: Units, signal: str, method: str, *, max_risk: flo
     part = units.defined(signal)
     control = split_halves(part.ids, seed)
     if control.all() or not control.any():
-        raise CalibrationError(f"{len(part.ids)} questions are too few to split for risk control")
+        raise CalibrationError(f"{plural(len(part.ids), 'question is', 'questions are')} too few to split "
+                               "for risk control")
     fitted = fit_map(method, part.signals[signal][~control], part.correct[~control])
     grid = threshold_grid(fitted.predict(part.signals[signal][~control]), part.correct[~control], delta=delta)
     result = learn_then_test(fitted.predict(part.signals[signal][control]), part.correct[control], grid,
@@ -642,8 +644,8 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
     chosen = signal or choose_signal(cv)
     part = units.defined(chosen)
     if len(part.ids) < 2 * folds:
-        raise CalibrationError(f"signal {chosen!r} is defined on {len(part.ids)} questions of source "
-                               f"{source!r}: too few to fit and cross-fit ({2 * folds} at least)")
+        raise CalibrationError(f"signal {chosen!r} is defined on {plural(len(part.ids), 'question')} of "
+                               f"source {source!r}: too few to fit and cross-fit ({2 * folds} at least)")
     if len(np.unique(part.correct)) < 2:
         every = "accurate" if part.correct[0] else "inaccurate"
         raise CalibrationError(f"every A2C answer of source {source!r} is {every}: nothing to calibrate "

@@ -18,6 +18,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from a2c.common.text import normalize
+from a2c.common.wording import plural
 from a2c.display.reporting import Table
 from a2c.display.viewdata import (
     Cell,
@@ -347,7 +348,7 @@ def _rank_prompts(run: _Run, qid: str) -> tuple[Section, ...]:
     before, after = _answers(run, qid)
     parsed = [c for c in chosen if c.text is not None]
     _, share = majority_vote([c.text for c in parsed if c.text is not None])
-    summary = (f"A2C's answer (the majority over {len(parsed)} parsed of {len(chosen)} choices"
+    summary = (f"A2C's answer (the majority over {len(parsed)} parsed of {plural(len(chosen), 'choice')}"
                + (f", vote share {share:.2f}" if share is not None else "") + f"): {after or 'none'}. "
                f"The majority over the answers before A2C: {before or 'none'}.")
     idk = run.config.ask_to_choose.idk_text

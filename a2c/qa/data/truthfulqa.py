@@ -7,6 +7,7 @@ from pathlib import Path
 
 from a2c.common.files import DEFAULT_ENCODING, read_text
 from a2c.common.untrusted import is_blank
+from a2c.common.wording import plural
 from a2c.data.errors import DatasetError
 from a2c.data.tables import ENCODING_HINT, Row, Table, csv_rows
 from a2c.qa.data.columns import TRUTHFULQA_HUB_COLUMNS, records_from_table
@@ -32,11 +33,11 @@ def record_from_fields(index: int, question: str, best: str, correct: Iterable[s
 def _csv_record(where: str, index: int, header: Sequence[str], cells: Sequence[str]) -> QARecord:
     """One row as a record, or a DatasetError (prefixed `where`, i.e. `file:line`) saying what is wrong."""
     if len(cells) < len(header):
-        raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a missing "
-                           "field, or a line break inside an unquoted cell?)")
+        raise DatasetError(f"{where}: the row has {plural(len(cells), 'cell')}, the header {len(header)} "
+                           "(a missing field, or a line break inside an unquoted cell?)")
     if any(cell.strip() for cell in cells[len(header):]):
-        raise DatasetError(f"{where}: the row has {len(cells)} cells, the header {len(header)} (a comma "
-                           "inside an unquoted cell?)")
+        raise DatasetError(f"{where}: the row has {plural(len(cells), 'cell')}, the header {len(header)} "
+                           "(a comma inside an unquoted cell?)")
     row = dict(zip(header, cells, strict=False))
     # a cell of zero-width spaces, NBSP or tabs alone is as empty as a blank one
     empty = [name for name in FILLED_COLUMNS if all(is_blank(r) for r in split_references(row[name]))]

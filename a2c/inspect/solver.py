@@ -96,7 +96,7 @@ def ask_to_choose(techniques: list[str] | None = None, temperatures: list[float]
       temperatures: sampling temperatures of the question itself; default a2c's.
       samples: answers per temperature.
       variation: any other field of a run config's `variation:` (reply budgets, top_p, ...).
-      a2c: a run config's `ask_to_choose:` (rank temperature, max_tokens, idk_text).
+      a2c: a run config's `ask_to_choose:` (rank temperature, max_tokens, idk_text, option_order).
       judges: judges whose agreement matrix per source goes into the evidence (default rouge1).
       seed: the A2C seed.
     """

@@ -25,6 +25,7 @@ from a2c.common.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
 from a2c.qa.data.columns import ColumnMap
 from a2c.qa.idk import DEFAULT_IDK_TEXT
+from a2c.qa.option_order import OptionOrder
 from a2c.settings.config import RunConfig, StrictModel, registered
 from a2c.settings.config_paths import Data, PathKey, generator_keys
 
@@ -218,6 +219,10 @@ class A2CConfig(StrictModel):
     # the rank prompt's last option, in the paper's Listing 1 wording. The wording moves accuracy: under
     # TruthfulQA's scoring "I have no comment." is a true reference, and "I don't know ..." shares its "I"
     idk_text: str = Field(DEFAULT_IDK_TEXT, min_length=1)
+    # the order each rank prompt lists the candidates in (don't know stays last): fixed (as first seen, in
+    # every prompt: the paper's), shuffled (a permutation per prompt from the seed, question and slot) or
+    # cyclic (rotated by the slot). Moving them cancels a model's habit of picking by position
+    option_order: OptionOrder = "fixed"
 
 
 def _local_dataset(data: Data) -> bool:

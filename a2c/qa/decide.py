@@ -43,6 +43,10 @@ def _scoring(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if k != "cache"}
 
 
+# settings added after calibrations were first written → the value those calibrations' runs used
+_ADDED: dict[str, dict[str, Any]] = {"ask_to_choose": {"option_order": "fixed"}}
+
+
 def settings_mismatch(calibration: Calibration, model: str, settings: ExperimentConfig) -> str | None:
     """The first way answers made with `model` and `settings` differ from the calibration's run, or None."""
     run = calibration.run
@@ -50,8 +54,10 @@ def settings_mismatch(calibration: Calibration, model: str, settings: Experiment
         return (f"model: the calibration was fitted on answers of {run.model!r}, these come from {model!r}")
     current = settings.model_dump(mode="json", include={"variation", "ask_to_choose"})
     for section, former in (("variation", "variation"), ("ask_to_choose", "a2c")):  # a2c: its earlier name
-        found = sorted(_differences(run.settings.get(section, run.settings.get(former)), current[section],
-                                    section))
+        recorded = run.settings.get(section, run.settings.get(former))
+        if isinstance(recorded, dict):
+            recorded = {**_ADDED.get(section, {}), **recorded}
+        found = sorted(_differences(recorded, current[section], section))
         if found:
             return found[0]
     given = {spec.name: _scoring(spec.model_dump(mode="json")) for spec in settings.judges}

@@ -18,22 +18,26 @@ from a2c.llm.base import GenerationRequest, Generator
 from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
 from a2c.prompting.prompts import load_template
 from a2c.qa.idk import DEFAULT_IDK_TEXT
+from a2c.qa.option_order import OptionOrder, shown_order
 from a2c.qa.rows import ChoiceRow, ParseMethod, Source
 
 
 @dataclass(frozen=True)
 class RankOptions:
-    """Candidates as the options of one rank prompt, duplicates merged.
+    """Candidates as the options of one rank prompt, duplicates merged, in the order the prompt lists them.
 
     `options` holds each distinct candidate once (first spelling seen); `candidate_option[i]` is the
     option candidate i was merged into, or None for an empty candidate (nothing to show). The
-    "I don't know" option (`idk_text`) is always shown last, after `options`.
+    "I don't know" option (`idk_text`) is always shown last, after `options`. `order` is None when the
+    options are listed as first seen (`build`); after `arranged`, `order[k]` is the first-seen index of
+    `options[k]`, so positions map back to that order.
     """
 
     candidates: tuple[str, ...]
     options: tuple[str, ...]
     candidate_option: tuple[int | None, ...]
     idk_text: str = DEFAULT_IDK_TEXT
+    order: tuple[int, ...] | None = None
 
     @classmethod
     def build(cls, candidates: Sequence[str], idk_text: str = DEFAULT_IDK_TEXT) -> RankOptions:
@@ -50,6 +54,28 @@ class RankOptions:
                 options.append(text.strip())
             mapping.append(seen[key])
         return cls(tuple(candidates), tuple(options), tuple(mapping), idk_text)
+
+    def arranged(self, order: Sequence[int]) -> RankOptions:
+        """These options listed in another order: `order[k]` is the first-seen index shown at position k.
+
+        The identity (first-seen order) returns the options unchanged, so `fixed` prompts are today's.
+
+        Args:
+          order: a permutation of `range(len(options))`, e.g. from `a2c.qa.option_order.shown_order`.
+
+        Returns:
+          Options whose `options`, `candidate_option` and `order` follow the new order.
+        """
+        if self.order is not None:
+            raise ValueError("options already arranged: arrange the first-seen options")
+        if sorted(order) != list(range(len(self.options))):
+            raise ValueError(f"{list(order)} is not a permutation of the {len(self.options)} options")
+        if list(order) == list(range(len(self.options))):
+            return self
+        position = {first: k for k, first in enumerate(order)}
+        return RankOptions(self.candidates, tuple(self.options[first] for first in order),
+                           tuple(None if o is None else position[o] for o in self.candidate_option),
+                           self.idk_text, tuple(order))
 
     @property
     def idk_index(self) -> int:
@@ -186,23 +212,32 @@ class RankChoice:
     def row(self, question_id: str) -> ChoiceRow:
         """What `choices.jsonl` keeps of this choice."""
         item = self.item
+        order = item.options.order
         return ChoiceRow(id=question_id, source=item.source, slot=item.slot,
                          shown_question=item.shown_question, temperature=item.temperature,
                          options=list(item.options.options), reply=self.reply, option=self.parsed.option,
-                         method=self.parsed.method, text=self.text)
+                         method=self.parsed.method, text=self.text,
+                         order=None if order is None else list(order))
 
 
 def rank_items(question_index: int, question: str, source: Source, shown_questions: Sequence[str],
                candidates: Sequence[str], temperatures: Sequence[float], seed: int,
-               idk_text: str = DEFAULT_IDK_TEXT) -> list[RankItem]:
-    """One item per slot; every slot of a source shows the same merged candidates (Y_c or Y_t).
+               idk_text: str = DEFAULT_IDK_TEXT, option_order: OptionOrder = "fixed") -> list[RankItem]:
+    """One item per slot; every slot of a source shows the same merged candidates (Y_c or Y_t), listed
+    in the order `option_order` gives that slot (`fixed`: first seen, in every slot).
 
     No candidates (every paraphrase failed, every answer empty) means nothing to choose from: no items.
     """
     options = RankOptions.build(candidates, idk_text)
     if not options.options:
         return []
-    return [RankItem(question_index, source, slot, shown, options, temperature,
+    n = len(options.options)
+
+    def listed(slot: int) -> RankOptions:
+        return options.arranged(shown_order(n, option_order, seed=seed, question=question, source=source,
+                                            slot=slot))
+
+    return [RankItem(question_index, source, slot, shown, listed(slot), temperature,
                      seed=stable_seed(seed, question, source, slot))
             for slot, (shown, temperature) in enumerate(zip(shown_questions, temperatures, strict=True))]
 
@@ -231,7 +266,8 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
                   y_t: Sequence[Sequence[str]], t_slots: Sequence[Sequence[float]], *,
                   techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, top_p: float = 0.9, seed: int = 0,
                   rank_temperature: float = 0.0, max_tokens: int = 8, paraphrase_max_tokens: int = 64,
-                  idk_text: str = DEFAULT_IDK_TEXT) -> list[list[RankChoice]]:
+                  idk_text: str = DEFAULT_IDK_TEXT, option_order: OptionOrder = "fixed"
+                  ) -> list[list[RankChoice]]:
     """Algorithm 1, steps 3-5, for every question at once: two batched generate calls in total.
 
     Step 3 makes a fresh paraphrase q̃(c_i) per context with the main model (a seed the first-stage
@@ -239,7 +275,9 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     prompt per context even when some answers of Y_c are missing (their paraphrase failed). Paraphrase
     slots are ranked at `rank_temperature`; temperature slot j (`t_slots[q][j]`, one per Y_t entry) is
     ranked at its own temperature with q̃(c_{j mod I}) as the question, so the J choices are real samples.
-    Returns the choices per question, paraphrase slots first.
+    `option_order` lists each prompt's options as first seen (`fixed`, the paper's) or moves them from
+    slot to slot (`shuffled`, `cyclic`: `a2c.qa.option_order`). Returns the choices per question,
+    paraphrase slots first.
     """
     fresh = paraphrase_questions(generator, list(questions), list(techniques),
                                  seed=stable_seed(seed, "a2c-fresh"), max_tokens=paraphrase_max_tokens)
@@ -247,9 +285,10 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     for qi, question in enumerate(questions):
         shown = [p.text if p.ok else question for p in fresh[qi]]
         items += rank_items(qi, question, "paraphrase", shown, y_c[qi], [rank_temperature] * len(shown), seed,
-                            idk_text)
+                            idk_text, option_order)
         shown_t = [shown[j % len(shown)] for j in range(len(y_t[qi]))]
-        items += rank_items(qi, question, "temperature", shown_t, y_t[qi], t_slots[qi], seed, idk_text)
+        items += rank_items(qi, question, "temperature", shown_t, y_t[qi], t_slots[qi], seed, idk_text,
+                            option_order)
     per_question: list[list[RankChoice]] = [[] for _ in questions]
     for choice in choose(generator, items, top_p=top_p, max_tokens=max_tokens):
         per_question[choice.item.question_index].append(choice)

@@ -9,9 +9,9 @@ still read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from a2c.metrics.sets import JudgeScores
 from a2c.run.runfiles import MatricesFile, Row, RowsFile, RunFile
@@ -81,7 +81,11 @@ class GenerationRow(Row):
 
 class ChoiceRow(Row):
     """One rank prompt of Algorithm 1 and its parsed reply; `option` is 0-based, `len(options)` being the
-    "don't know" option, None when the reply named no option (then `text` is None too)."""
+    "don't know" option, None when the reply named no option (then `text` is None too).
+
+    `options` are listed as the prompt showed them, so `option` is the position the model named. `order`
+    is absent when that is the first-seen order (`ask_to_choose.option_order: fixed`, and rows written
+    before the setting existed); otherwise `order[k]` is the first-seen index of `options[k]`."""
 
     id: str
     source: Source
@@ -93,6 +97,15 @@ class ChoiceRow(Row):
     option: int | None
     method: ParseMethod
     text: str | None
+    order: list[int] | None = None
+
+    @model_serializer(mode="wrap")
+    def _first_seen_order_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No `order` key for first-seen options: a `fixed` run writes the rows it wrote without it."""
+        data: dict[str, Any] = handler(self)
+        if self.order is None:
+            data.pop("order", None)
+        return data
 
     @property
     def parsed(self) -> bool:

@@ -157,7 +157,14 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
             "techniques": _techniques(config),
             **config.variation.model_dump(include={"top_p", "paraphrase_max_tokens", "answer_field"}),
             # "a2c": the section's earlier name, kept so folders written before keep their rank prompts
-            "a2c": config.ask_to_choose.model_dump(exclude={"enabled"}), "paraphrase_checks": PARAPHRASE_RULE}
+            "a2c": _a2c_settings(config), "paraphrase_checks": PARAPHRASE_RULE}
+
+
+def _a2c_settings(config: ExperimentConfig) -> Slice:
+    """The rank prompts' settings; `option_order: fixed` (the prompts made before the key existed) is
+    left out, so folders written before it keep their choices."""
+    a2c = config.ask_to_choose
+    return a2c.model_dump(exclude={"enabled", *(["option_order"] if a2c.option_order == "fixed" else [])})
 
 
 def selection_slice(config: ExperimentConfig) -> Slice:
@@ -329,7 +336,7 @@ def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
                 seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.ask_to_choose.rank_temperature,
                 max_tokens=cfg.ask_to_choose.max_tokens,
                 paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
-                idk_text=cfg.ask_to_choose.idk_text)
+                idk_text=cfg.ask_to_choose.idk_text, option_order=cfg.ask_to_choose.option_order)
             yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True)
                         for c in per_question)
 

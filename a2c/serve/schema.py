@@ -166,6 +166,9 @@ class RankReply(BaseModel):
     option: int | None  # 0-based; None: the reply named no option
     method: str
     text: str | None
+    # `options` are listed as the prompt showed them; with `ask_to_choose.option_order` shuffled or cyclic,
+    # order[k] is the first-seen index of options[k] (None: first-seen order)
+    order: list[int] | None = None
 
 
 class SourceAgreement(BaseModel):

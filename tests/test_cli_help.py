@@ -24,7 +24,7 @@ COMMANDS = dict(_commands(build_parser()))
 
 def test_the_walk_reaches_every_command():
     assert {"a2c run", "a2c probe", "a2c report", "a2c score", "a2c judge", "a2c metrics rc",
-            "a2c metrics rc-plot", "a2c models prepare", "a2c models path"} <= set(COMMANDS)
+            "a2c metrics rc-plot", "a2c models prepare", "a2c models path", "a2c export"} <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -33,8 +33,8 @@ from a2c.system.interrupts import Terminated, sigterm_raises
 _python_warning_text = warnings.formatwarning
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them
-COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "score", "judge",
-                                    "calibrate", "models", "serve")
+COMMAND_MODULES: tuple[str, ...] = ("metrics", "run", "probe", "report", "view", "compare", "export", "score",
+                                    "judge", "calibrate", "models", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -202,23 +202,14 @@ def read_figures(run_dir: Path, *, wall_seconds: float, date: str, machine: Mach
 
 
 def _readme_columns(header: list[str], summary: QASummary) -> list[tuple[int, str]]:
-    """The README's abridged columns: the method, the first similarity's accuracy, the don't-know share of
-    choices, the entropy judge's consistency and the entropy, under shorter labels than the report's."""
-    from a2c.qa.metric_columns import judge_label
-    from a2c.qa.scoring import similarity_label
+    """The README's abridged columns: those `a2c run` prints (`a2c.qa.headline.abridged_columns`), all five
+    of them (the README's text names each)."""
+    from a2c.qa.headline import abridged_columns
 
-    judge = judge_label(summary.entropy_judge)
-    wanted = [("method", "method"), (similarity_label(summary.similarities[0]), None),
-              ("Don't-know share of choices", "Don't-know share of choices"), (judge, f"{judge} Cons_sem"),
-              (f"Entropy ({judge}", f"Entropy ({judge})")]
-    picks = []
-    for prefix, label in wanted:
-        found = [i for i, name in enumerate(header)  # `Emb` is not `Emb-A (...)`; `Entropy (Emb, ...`
-                 if name == prefix or any(name.startswith(prefix + end) for end in (" (", ",", ")"))]
-        if not found:
-            raise FiguresError(f"the before → after table has no column {prefix!r} "
-                               f"(it has: {', '.join(header)})")
-        picks.append((found[0], label or header[found[0]].split(" (")[0]))
+    picks = abridged_columns(header, summary)
+    if len(picks) != 5:
+        raise FiguresError(f"the before → after table lacks some of the README's columns (it has: "
+                           f"{', '.join(header)})")
     return picks
 
 
@@ -247,13 +238,6 @@ def _join(parts: list[str]) -> str:
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows])
-
-
-def _aligned(header: list[str], rows: list[list[str]]) -> str:
-    """A plain-text table with padded columns, as the README shows it in a `text` block."""
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    return "\n".join("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
-                     for r in (header, *rows))
 
 
 def _abridged(figures: Figures) -> tuple[list[str], list[list[str]]]:
@@ -357,7 +341,9 @@ def selection_block(figures: Figures) -> str:
 
 
 def readme_block(figures: Figures) -> str:
-    """The README's quickstart paragraph and its abridged table."""
+    """The README's quickstart paragraph and its abridged table, laid out as `a2c run` prints it."""
+    from a2c.qa.headline import aligned
+
     header, rows = _abridged(figures)
     return _join([
         f"{duration(figures.wall_seconds)} from scratch on {figures.machine.cpu} ({figures.machine.cores} "
@@ -365,13 +351,14 @@ def readme_block(figures: Figures) -> str:
         f"`{COMMAND}` reruns it and rewrites these figures; on another kind of CPU some cells may differ "
         "(see [the quickstart page](docs/getting-started/quickstart.md)). Each stage prints a line and "
         "each generate call a bar that moves every decoding step. A rerun reuses every finished stage. It "
-        "ends with the before → after table (columns abridged here; accuracy by TruthfulQA's protocol, "
+        "ends with the before → after table (abridged: report.md has every column; accuracy by TruthfulQA's "
+        "protocol, "
         "consistency as mean Cons_sem; in brackets the 95% interval of after − before, paired over "
         "questions; ↑/↓ only where it excludes 0; the don't-know share of choices is the share of A2C's "
         "choices, the rank replies that named an option, that named \"don't know\"):",
         "",
         "```text",
-        _aligned(header, rows),
+        aligned(header, rows),
         "```",
     ])
 

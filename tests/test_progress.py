@@ -4,7 +4,6 @@ as `a2c probe` starts and ends it, and no other library's bars unless `--debug`.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from a2c.cli import main
 from a2c.llm import Completion, GenerationRequest, GeneratorConfig, Message, build_generator, progress
 from a2c.llm.progress import QUIET_ENV, decoding_step, generation_progress, reading_prompts, status
 from a2c.llm.sampling import CachedGenerator, Emit, SampleResult
+from tests.terminal import on_a_terminal, screen
 
 SCRIPTED = ["--backend", "scripted", "--model", "scripted:1|2|Paris|Rome\nMadrid|Which one?", "--judge",
             "exact", "--no-cache"]
@@ -324,51 +324,6 @@ def test_vllm_finished_requests_move_the_generate_bar(recorder):
     assert engine_requests(3, 21) is False  # no generate bar open: vLLM draws no bar of its own either
 
 
-def _screen(raw: str) -> list[str]:
-    """The lines a terminal shows for `raw`: `\\r` returns to the line's start, later characters overwrite
-    earlier ones, ESC[A moves up a line (tqdm's nested bars); other escapes are dropped."""
-    lines, row, col = [""], 0, 0
-    for part in re.split(r"(\r\n|\r|\n|\x1b\[A|\x1b\[[0-9;]*[A-Za-z])", raw):
-        if part in ("\n", "\r\n"):
-            row, col = row + 1, 0
-            lines += [""] * (row + 1 - len(lines))
-        elif part == "\r":
-            col = 0
-        elif part == "\x1b[A":
-            row = max(row - 1, 0)
-        elif part and not part.startswith("\x1b"):
-            line = lines[row].ljust(col)
-            lines[row] = line[:col] + part + line[col + len(part):]
-            col += len(part)
-    return [line.rstrip() for line in lines]
-
-
-def _on_a_terminal(script: str, tmp_path) -> str:
-    """What `script` writes to stdout and stderr when both are one 100-column terminal (a pty)."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    process = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, env=_env(), stdin=follower,
-                               stdout=follower, stderr=follower, close_fds=True)
-    os.close(follower)
-    raw = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the process closed the terminal
-            break
-        if not chunk:
-            break
-        raw += chunk
-    os.close(leader)
-    assert process.wait(timeout=600) == 0, raw.decode(errors="replace")[-2000:]
-    return raw.decode()
-
-
 # a status line shown (it lasts past STATUS_AFTER_SECONDS), one nested in a bar, then a stage's line
 STATUS_THEN_LINE = ("import time\n"
                     "from a2c.llm.progress import bar, generation_progress, status, ticking\n"
@@ -386,9 +341,9 @@ STATUS_THEN_LINE = ("import time\n"
 def test_a_status_line_is_cleared_before_the_next_line_on_a_terminal(tmp_path):
     """A status line drawn only by the clock's redraws (nothing else updates it) is still cleared when
     its work ends: the next stage's line starts on a line of its own, not after `… 00:01`."""
-    raw = _on_a_terminal(STATUS_THEN_LINE, tmp_path)
+    raw = on_a_terminal([sys.executable, "-c", STATUS_THEN_LINE], tmp_path, _env())
     assert "preparing the run … 00:01" in raw and "accuracy: rouge1 … 00:01" in raw  # both were drawn
-    shown = [line for line in _screen(raw) if line]
+    shown = [line for line in screen(raw) if line]
     assert shown[0] == "variation: runs (not run before)", shown
     assert shown[1].startswith("metrics: 100%|") and shown[2] == "report: runs (not run before)", shown
     assert len(shown) == 3, shown  # nothing of either status line is left on the screen

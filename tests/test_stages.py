@@ -450,10 +450,10 @@ def test_timings_keep_the_run_that_did_the_work_and_the_cli_ends_with_the_table(
     assert again["stages"] == first["stages"] and again["seconds"] == pytest.approx(
         sum(s["seconds"] for s in first["stages"].values()))
     assert again["last_invocation"]["ran"] == [] and again["last_invocation"]["seconds"] > 0
-    assert "| method | model | R1-A |" in out and "Before → after Ask-to-Choose" in out
+    assert "\n| method " in out and " R1-A " in out and "Before → after Ask-to-Choose" in out
     assert out.rstrip().endswith(f"report: {root / 'run' / 'report.md'}")
     assert main(["run", str(config), "--no-progress", "--quiet"]) == 0
-    assert "| method |" not in capsys.readouterr().out
+    assert "| method " not in capsys.readouterr().out
 
 
 def test_a2c_report_then_a2c_run_reuses_the_report(root):

@@ -194,7 +194,7 @@ def test_cli_view_and_report_write_the_html(qa, tmp_path, capsys):
     assert not (run / "report.html").exists()
     printed = capsys.readouterr().out
     # the result table and where the report went, not the whole report.md
-    assert printed.startswith("| method |") and printed.rstrip().endswith(f"written: {run / 'report.md'}")
+    assert printed.startswith("| method ") and printed.rstrip().endswith(f"written: {run / 'report.md'}")
     assert len(printed) < len((run / "report.md").read_text()) / 2
     assert main(["report", str(run), "--no-rescore"]) == 0
     assert (run / "report.html").is_file()

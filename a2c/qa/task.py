@@ -12,7 +12,8 @@ from a2c.llm.embedded import encoder_location
 from a2c.qa.compare import COMPARER
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord, load_records
-from a2c.qa.report import before_after_table, write_report
+from a2c.qa.headline import headline
+from a2c.qa.report import write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
 from a2c.qa.scoring import similarity_options
 from a2c.qa.stages import METRICS_STAGE, SELECTION, STAGES, qa_context
@@ -67,14 +68,6 @@ def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
         flat.update({f"{sim}_{k}": getattr(acc, k) if acc else None for k in Accuracy.model_fields})
     flat.update(row.extra)  # the registered metrics the run computed, by column key
     return flat
-
-
-def headline(summary: QASummary) -> str:
-    """The before → after table and how to read it: what `a2c run` ends with."""
-    return (before_after_table(summary).markdown() + "\n\nBefore → after Ask-to-Choose, means over "
-            f"{summary.counts.questions} questions: accuracy columns are the share of answers closer to a "
-            "correct than to an incorrect reference; consistency columns are mean Cons_sem per judge "
-            "(higher = more consistent; entropy: lower).")
 
 
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,

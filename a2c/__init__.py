@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from a2c.common.registry import lazy_attributes
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from a2c.run.pipeline import RunResult, run_experiment

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from a2c.metrics import cons_lex
 from a2c.metrics.sets import JudgeScores
-from a2c.qa.rank import majority_vote
 from a2c.qa.rows import AnswerField, ChoiceRow, GenerationRow, ParaphraseItem, SelectionRow, Source
+from a2c.qa.vote import DEFAULT_VOTE, ballots, elect
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,13 @@ class Choice:
 
 
 def summarize(question: str, generations: Sequence[GenerationRow], choices: Sequence[ChoiceRow],
-              answer_field: AnswerField = "short") -> Choice:
-    """Majority vote over parsed choices (ties: first chosen), with agreement before and after choosing."""
+              answer_field: AnswerField = "short", vote: str = DEFAULT_VOTE) -> Choice:
+    """The vote over parsed choices (`ask_to_choose.vote`: the majority, ties: first chosen; `debiased`
+    divides out the position prior of this question's own replies), with agreement before and after
+    choosing."""
     candidates = [g.answer(answer_field) for g in generations]
     chosen = [c.text for c in choices if c.text is not None]
-    answer, share = majority_vote(chosen)
+    answer, share = elect(vote, ballots(choices))
     consistency: dict[str, float | int | None] = {
         "candidates_lexical": _lexical_agreement(candidates),
         "choices_lexical": _lexical_agreement(chosen),

@@ -26,6 +26,7 @@ from a2c.judges import JUDGES, JudgeSpec
 from a2c.qa.data.columns import ColumnMap
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.qa.option_order import OptionOrder
+from a2c.qa.vote import DEFAULT_VOTE, VOTES
 from a2c.settings.config import RunConfig, StrictModel, registered
 from a2c.settings.config_paths import Data, PathKey, generator_keys
 
@@ -223,6 +224,15 @@ class A2CConfig(StrictModel):
     # every prompt: the paper's), shuffled (a permutation per prompt from the seed, question and slot) or
     # cyclic (rotated by the slot). Moving them cancels a model's habit of picking by position
     option_order: OptionOrder = "fixed"
+    # how the parsed rank replies elect one answer (`a2c.qa.vote.VOTES`): plain (one vote per reply, the
+    # paper's majority) or debiased (each pick weighted by 1 / (n · P̂_n(k)), the model's prior over displayed
+    # positions, estimated from the run's own rank replies, divided out)
+    vote: str = DEFAULT_VOTE
+
+    @field_validator("vote")
+    @classmethod
+    def _known_vote(cls, vote: str) -> str:
+        return registered(VOTES, vote)
 
 
 def _local_dataset(data: Data) -> bool:

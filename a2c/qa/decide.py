@@ -26,8 +26,8 @@ from a2c.qa.choice import Choice, Decision
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
-from a2c.qa.rank import majority_vote
 from a2c.qa.rows import MetricRow, Source, UncertaintyRow
+from a2c.qa.vote import DEFAULT_VOTE, VOTES, PositionPrior, ballots, elect
 
 
 def _differences(recorded: Any, current: Any, key: str) -> list[str]:
@@ -44,7 +44,7 @@ def _scoring(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # settings added after calibrations were first written → the value those calibrations' runs used
-_ADDED: dict[str, dict[str, Any]] = {"ask_to_choose": {"option_order": "fixed"}}
+_ADDED: dict[str, dict[str, Any]] = {"ask_to_choose": {"option_order": "fixed", "vote": DEFAULT_VOTE}}
 
 
 def settings_mismatch(calibration: Calibration, model: str, settings: ExperimentConfig) -> str | None:
@@ -109,9 +109,12 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
     return source_signals(choice, calibration.source, judges, settings).get(calibration.signal)
 
 
-def source_answer(choice: Choice, source: str) -> str | None:
-    """The A2C answer of one source: the majority of its parsed rank choices (the run's `a2c` selection)."""
-    text, _ = majority_vote([c.text for c in choice.choices if c.source == source and c.text is not None])
+def source_answer(choice: Choice, source: str, vote: str = DEFAULT_VOTE) -> str | None:
+    """The A2C answer of one source: the vote over its parsed rank choices (the run's `a2c` selection;
+    `debiased` divides out the position prior of the question's own replies, both sources)."""
+    found = ballots(choice.choices)
+    prior = PositionPrior.of(found) if VOTES.get(vote).uses_prior else None
+    text, _ = elect(vote, ballots(c for c in choice.choices if c.source == source), prior)
     return text
 
 
@@ -121,7 +124,7 @@ def decide(calibration: Calibration, choice: Choice, judges: Mapping[str, Judge]
     below the calibration's threshold, or the source's rank replies gave no answer to vouch for."""
     score = source_score(calibration, choice, judges, settings)
     confidence = calibration.confidence(score)
-    answer = source_answer(choice, calibration.source)
+    answer = source_answer(choice, calibration.source, settings.ask_to_choose.vote)
     return Decision(calibration.signal, calibration.source, score, confidence,
                     answer is None or calibration.declines(confidence), answer, calibration.decline_below)
 

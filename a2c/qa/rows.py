@@ -157,7 +157,9 @@ class SelectionRow(Row):
     pick is the "don't know" option or nothing was picked (`text` None: no candidates, no parsed reply).
     `dont_know` is None for a method that offers no "don't know" option (only A2C's rank prompts do).
     `calls` are the model calls the method spent on this pick; `reply` and `parse` are USC's raw reply
-    and how it was read (None for methods that ask no model)."""
+    and how it was read (None for methods that ask no model). `vote` is how A2C's rank replies elected the
+    pick (`ask_to_choose.vote`, `a2c.qa.vote`), written only when not the plain majority: rows of a plain
+    vote read as they were written before the setting."""
 
     id: str
     source: Source
@@ -168,6 +170,15 @@ class SelectionRow(Row):
     calls: int = 0
     reply: str | None = None
     parse: ParseMethod | None = None
+    vote: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _plain_vote_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No `vote` key for a plain vote or a method that takes none: those rows are as before."""
+        data: dict[str, Any] = handler(self)
+        if self.vote is None:
+            data.pop("vote", None)
+        return data
 
     @property
     def unparsed(self) -> bool:

@@ -3,8 +3,9 @@
 Every method is one entry of `SELECTION_METHODS` (its label, its `Options` model, what it reads and a
 selector batched over a chunk of questions), so adding one is adding an entry:
 
-- `a2c`: the majority vote over the source's parsed rank choices (`a2c.qa.rank.majority_vote`, ties as the
-  wrapper breaks them); its calls are the rank prompts plus the fresh paraphrases they show.
+- `a2c`: the vote over the source's parsed rank choices (`ask_to_choose.vote`, `a2c.qa.vote`: the majority,
+  ties as the wrapper breaks them, or the debiased vote); its calls are the rank prompts plus the fresh
+  paraphrases they show.
 - `usc`: Universal Self-Consistency, one prompt per question and source (`a2c.qa.usc`).
 - `medoid`: the candidate with the highest mean agreement to the others under a judge (option `judge`,
   default the first listed); minimum Bayes risk under that judge.
@@ -34,9 +35,9 @@ from a2c.llm.base import Generator
 from a2c.llm.config import generator_slice
 from a2c.metrics.consistency import semantic_clusters
 from a2c.metrics.selection import majority_cluster_index, medoid_index
-from a2c.qa.rank import majority_vote
 from a2c.qa.rows import SOURCES, ChoiceRow, ParseMethod, Question, SelectionRow, Source
 from a2c.qa.usc import Responses, universal_self_consistency
+from a2c.qa.vote import DEFAULT_VOTE, VOTES, PositionPrior, ballots, elect
 from a2c.run.runfiles import MatrixLookup
 from a2c.settings.config import registered
 
@@ -82,11 +83,12 @@ class Pick:
     calls: int = 0
     reply: str | None = None
     parse: ParseMethod | None = None
+    vote: str | None = None  # how rank replies elected it, when not the plain majority
 
     def row(self, question_id: str, source: Source, method: str) -> SelectionRow:
         return SelectionRow(id=question_id, source=source, method=method, text=self.text,
                             candidate=self.candidate, dont_know=self.dont_know, calls=self.calls,
-                            reply=self.reply, parse=self.parse)
+                            reply=self.reply, parse=self.parse, vote=self.vote)
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,16 @@ class SelectionInputs:
     matrices: Callable[[], MatrixLookup]
     judge: Callable[[str], Judge]
     generator: Callable[[], Generator]
+    # the position prior A2C's debiased vote divides out, counted over the run's rank replies; None: each
+    # question's own replies (the wrapper's and the server's, so no answer depends on another question)
+    run_prior: Callable[[], PositionPrior] | None = None
+
+    def position_prior(self, question_id: str) -> PositionPrior:
+        """The prior over displayed positions for one question's vote (`a2c.qa.vote`): the run's, when
+        given, else the one the question's own rank replies (both sources) give."""
+        if self.run_prior is not None:
+            return self.run_prior()
+        return PositionPrior.of(ballots(c for s in SOURCES for c in self.choices.get((question_id, s), ())))
 
     def agreement(self, judge: str, key: SetKey) -> np.ndarray:
         """The judge's matrix of one set as agreement (higher = more alike)."""
@@ -178,18 +190,22 @@ def _candidate_of(text: str, candidates: Sequence[str]) -> int | None:
 
 def _a2c(inputs: SelectionInputs, options: SelectionOptions) -> dict[SetKey, Pick]:
     fresh = len(inputs.config.variation.techniques)  # one fresh paraphrase per context, shown by both sources
+    vote = inputs.config.ask_to_choose.vote
+    recorded = None if vote == DEFAULT_VOTE else vote
+    uses_prior = VOTES.get(vote).uses_prior
     picks = {}
     for q in inputs.questions:
+        prior = inputs.position_prior(q.id) if uses_prior else None
         for s in SOURCES:
             choices = inputs.choices.get((q.id, s), ())
-            text, _ = majority_vote([c.text for c in choices if c.text is not None])
+            text, _ = elect(vote, ballots(choices), prior)
             calls = len(choices) + fresh
             if text is None:
-                picks[(q.id, s)] = Pick(None, None, dont_know=False, calls=calls)
+                picks[(q.id, s)] = Pick(None, None, dont_know=False, calls=calls, vote=recorded)
                 continue
             dont_know = any(c.dont_know and normalize(c.text or "") == normalize(text) for c in choices)
             candidate = None if dont_know else _candidate_of(text, inputs.candidates[q.id][s])
-            picks[(q.id, s)] = Pick(text, candidate, dont_know=dont_know, calls=calls)
+            picks[(q.id, s)] = Pick(text, candidate, dont_know=dont_know, calls=calls, vote=recorded)
     return picks
 
 
@@ -263,7 +279,11 @@ def _usc_model(options: UscOptions, config: ExperimentConfig) -> dict[str, Any]:
 
 
 def _a2c_calls(options: SelectionOptions, config: ExperimentConfig) -> dict[str, Any]:
-    return {"fresh_paraphrases": len(config.variation.techniques)}
+    """The calls it counts, and the vote when not the plain one (so a folder made before the setting keeps
+    its picks, and another vote re-runs selection alone: the rank choices are the A2C stage's)."""
+    vote = config.ask_to_choose.vote
+    return {"fresh_paraphrases": len(config.variation.techniques),
+            **({} if vote == DEFAULT_VOTE else {"vote": vote})}
 
 
 SELECTION_METHODS.register("a2c")(SelectionMethod("A2C", SelectionOptions, _a2c, settings=_a2c_calls))

@@ -64,6 +64,7 @@ from a2c.qa.selection_accuracy import SelectionAccuracy
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
+from a2c.qa.vote import PositionPrior, ballots
 from a2c.run.itemrows import ItemRows
 from a2c.run.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.run.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
@@ -79,6 +80,9 @@ class QAContext(RunContext[ExperimentConfig]):
     questions: list[Question] = field(default_factory=list)
     records: dict[str, QARecord] = field(default_factory=dict)  # references by id, for accuracy
     _judges: dict[str, Judge] = field(default_factory=dict, kw_only=True)
+    # whose rank replies the debiased vote's position prior is counted over: the run's questions together,
+    # or (the wrapper, the server) each question's own, so no answer depends on the questions asked with it
+    pooled_prior: bool = field(default=True, kw_only=True)
 
     @cached_property
     def dataset_digest(self) -> str:
@@ -162,9 +166,11 @@ def a2c_slice(config: ExperimentConfig) -> Slice:
 
 def _a2c_settings(config: ExperimentConfig) -> Slice:
     """The rank prompts' settings; `option_order: fixed` (the prompts made before the key existed) is
-    left out, so folders written before it keep their choices."""
+    left out, so folders written before it keep their choices. The vote is not a prompt setting: it counts
+    the choices afterwards, in the selection stage, so changing it asks no rank prompt again."""
     a2c = config.ask_to_choose
-    return a2c.model_dump(exclude={"enabled", *(["option_order"] if a2c.option_order == "fixed" else [])})
+    return a2c.model_dump(exclude={"enabled", "vote",
+                                   *(["option_order"] if a2c.option_order == "fixed" else [])})
 
 
 def selection_slice(config: ExperimentConfig) -> Slice:
@@ -353,6 +359,9 @@ def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
         generations = stack.enter_context(ctx.store.item_rows(GENERATIONS, _ids(ctx.questions)))
         choice_rows = stack.enter_context(ctx.store.item_rows(CHOICES, _ids(ctx.questions))) \
             if ctx.config.ask_to_choose.enabled else None
+        # the run's rank replies counted once, on first use (a vote that reads them), the file read as it goes
+        run_prior = cache(lambda: PositionPrior.of(ballots(ctx.store.iter_rows(CHOICES)))) \
+            if ctx.pooled_prior and choice_rows is not None else None
 
         def inputs(method: str) -> Iterator[SelectionInputs]:
             for chunk in ctx.chunks(f"selection ({method})", ctx.questions):
@@ -360,7 +369,8 @@ def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
                 for row in choice_rows.rows(_ids(chunk)) if choice_rows is not None else ():
                     choices.setdefault((row.id, row.source), []).append(row)
                 yield SelectionInputs(ctx.config, chunk, _before_sets(ctx, chunk, generations), choices,
-                                      matrices, lambda name: ctx.judges()[name], lambda: ctx.generator)
+                                      matrices, lambda name: ctx.judges()[name], lambda: ctx.generator,
+                                      run_prior)
 
         yield from select(inputs, ctx.config.selection_methods)
 

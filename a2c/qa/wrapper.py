@@ -142,8 +142,9 @@ class AskToChoose:
         store = MemoryStore()
         if built is not None and set(built) != {j.name for j in judges}:
             raise ValueError(f"built judges {sorted(built)} are not the judges {[j.name for j in judges]}")
+        # each question's vote counts its own rank replies: no answer depends on the call's other questions
         ctx = QAContext(config, store, asked, generators=Generators(self.generator, self.aux), progress=False,
-                        _judges=dict(built or {}))
+                        _judges=dict(built or {}), pooled_prior=False)
         stages = (*ALGORITHM_1, *([JUDGES_BEFORE] if judged else []), *([SELECTION] if methods else []))
         say = log or (lambda _line: None)
         for number, stage in enumerate(stages, 1):
@@ -159,8 +160,8 @@ class AskToChoose:
         choices: dict[str, list[ChoiceRow]] = {q.id: [] for q in asked}
         for c in store.read_rows(CHOICES):
             choices[c.id].append(c)
-        out = [summarize(q.question, generations[q.id], choices[q.id], config.variation.answer_field)
-               for q in asked]
+        out = [summarize(q.question, generations[q.id], choices[q.id], config.variation.answer_field,
+                         config.ask_to_choose.vote) for q in asked]
         by_id = {q.id: choice for q, choice in zip(asked, out, strict=True)}
         for paraphrased in store.read_rows(PARAPHRASES):
             by_id[paraphrased.id].paraphrases = list(paraphrased.paraphrases)

@@ -102,7 +102,7 @@ def test_paraphrase_judge_on_a_bert_classifier(tiny_paraphrase_dir):
 def test_over_long_inputs_are_truncated_with_a_counted_warning(tiny_nli_dir):
     judge = build_judge("entail", model=str(tiny_nli_dir), cache=None)
     long_text = "word " * 200
-    with pytest.warns(TruncationWarning, match=r"^2 input\(s\) longer than 64 tokens"):
+    with pytest.warns(TruncationWarning, match=r"^2 inputs longer than 64 tokens were truncated"):
         m = judge.matrix("q", [long_text, "short answer"])
     assert m.shape == (2, 2) and np.all(np.isfinite(m))
 

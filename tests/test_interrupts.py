@@ -230,3 +230,24 @@ def test_a_second_run_on_a_live_run_folder_refuses_and_force_deletes_nothing(ser
     again = subprocess.run([sys.executable, "-m", "a2c", "run", str(config), "--no-progress"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
+
+
+def test_a_rerun_after_ctrl_c_says_the_interrupted_stage_resumes(server, tmp_path):
+    """The stage Ctrl-C stopped is named as interrupted, not as "not run before"; a stage that never
+    started still is."""
+    server.reset(delays=[0.0, HANG, HANG, HANG])  # the variation stage's first request answers, the rest hang
+    config = _run_config(tmp_path, server)
+    first = _start(["-m", "a2c", "run", str(config), "--no-progress"], tmp_path)
+    server.wait_for(lambda: len(server.arrived) >= 2)
+    _interrupt(first)
+    assert first.returncode == 130
+    assert (tmp_path / "run" / "stages" / "variation.started.json").is_file()
+    server.reset()
+    again = subprocess.run([sys.executable, "-m", "a2c", "run", str(config), "--no-progress"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    lines = again.stdout.splitlines()
+    assert lines[0] == ("variation: runs (interrupted or failed before it finished last time; "
+                        "resumed: the request cache serves the model calls it made)"), lines[:3]
+    assert "answers: runs (not run before)" in lines
+    assert not list((tmp_path / "run" / "stages").glob("*.started.json"))  # each removed as its stage ended

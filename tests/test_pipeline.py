@@ -93,7 +93,8 @@ def test_resume_skips_finished_stages_and_repeats_no_model_call(resumed):
     assert answers["generated"] > 0  # the rest of the stage did run
     assert "total" in resumed["second"].stdout and "done earlier" in resumed["second"].stdout
     assert "variation: reused (same config slice and inputs)" in resumed["second"].stdout
-    assert "answers: runs (not run before)" in resumed["second"].stdout
+    assert ("answers: runs (interrupted or failed before it finished last time; resumed: the request "
+            "cache serves the model calls it made)") in resumed["second"].stdout
 
 
 def test_rerun_from_cache_makes_no_model_calls_and_gives_the_same_outputs(resumed):

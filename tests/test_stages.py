@@ -418,6 +418,35 @@ def test_stage_stats_count_every_generation_counter_including_cut_prompts(tmp_pa
     assert (again.generated, again.cached, again.truncated) == (0, 6, 3)
 
 
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_stage_that_failed_is_named_unfinished_on_the_rerun(tmp_path, cache):
+    """A stage that raised (as one Ctrl-C stops) is said to have started and not finished, whether the
+    request cache serves what it did; once it finishes, the next run reuses it."""
+    config = _config(tmp_path, **({} if cache else {"generator.cache": None}))
+    failing = True
+
+    def write(ctx: RunContext, stats: Any) -> None:
+        if failing:
+            raise RuntimeError("stopped half-way")
+        ctx.store.write_text("out.txt", "done")
+
+    stage = Stage("write", reads=(), writes=(RunFile("out.txt"),), config_slice=lambda c: {}, run=write)
+    generator = build_generator(config.generator)
+    ctx = RunContext(config, MemoryStore(), [], generators=Generators(generator, generator))
+    said: list[str] = []
+    with pytest.raises(RuntimeError):
+        run_stages(ctx, [stage], said.append)
+    failing = False
+    run_stages(ctx, [stage], said.append)
+    run_stages(ctx, [stage], said.append)
+    resumed = ("resumed: the request cache serves the model calls it made" if cache
+               else "runs again from its start (no request cache)")
+    assert said == ["write: runs (not run before)",
+                    f"write: runs (interrupted or failed before it finished last time; {resumed})",
+                    "write: reused (same config slice and inputs)"]
+    assert not ctx.store.exists(stage.started_marker)
+
+
 def test_the_summary_counts_prompts_cut_to_fit_by_the_stages_that_made_the_outputs(root):
     run = root / "run"
     assert json.loads((run / "summary.json").read_text())["counts"]["prompts_cut_to_fit_context"] == 0

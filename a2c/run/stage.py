@@ -154,6 +154,12 @@ class Stage(Generic[X]):
     def marker(self) -> str:
         return f"stages/{self.name}.json"
 
+    @property
+    def started_marker(self) -> str:
+        """Written as the stage starts, removed once its marker is: left behind, it says the stage was
+        interrupted (or failed) before it finished, so a rerun says that rather than "not run before"."""
+        return f"stages/{self.name}.started.json"
+
     def markers(self) -> tuple[str, ...]:
         """Its marker, then those an earlier release wrote under a former name."""
         return (self.marker, *(f"stages/{name}.json" for name in self.former_names))
@@ -179,6 +185,17 @@ class Decision:
     why: str
 
 
+INTERRUPTED = "interrupted or failed before it finished last time"
+
+
+def _interrupted(config: RunConfig) -> str:
+    """Why a stage runs whose last run started and did not finish (Ctrl-C, a kill, an error), and whether
+    the model calls it made come back from the request cache."""
+    cached = config.generator.cache is not None
+    return INTERRUPTED + ("; resumed: the request cache serves the model calls it made" if cached
+                          else "; runs again from its start (no request cache)")
+
+
 def _changed_outputs(store: Store, marker: Any) -> list[str]:
     recorded = marker.get("outputs", {}) if isinstance(marker, dict) else {}
     return [name for name, digest in recorded.items() if store.digest(name) not in (digest, None)]
@@ -197,7 +214,7 @@ def decide(ctx: RunContext[Any], stage: Stage[Any]) -> Decision:
         marker = {}
     reuse, why = False, ""
     if marker is None:
-        why = "not run before"
+        why = _interrupted(ctx.config) if ctx.store.exists(stage.started_marker) else "not run before"
     elif not isinstance(marker, dict) or "key" not in marker:
         why = "its marker holds no key (an older a2c wrote it, or it is damaged)"
     elif marker["key"] == key:
@@ -222,6 +239,7 @@ def run_stage(ctx: X, stage: Stage[X], decision: Decision) -> StageStats:
     stats = StageStats(why=decision.why)
     before = ctx.counts()
     started = time.perf_counter()
+    ctx.store.write_json(stage.started_marker, {"key": decision.key, "started": time.time()})
     stage.run(ctx, stats)
     stats.seconds = time.perf_counter() - started
     ctx.add_counts_since(before, stats)
@@ -238,6 +256,7 @@ def record_marker(ctx: RunContext[Any], stage: Stage[Any], decision: Decision, s
                                         "stats": asdict(stats)})
     for former in stage.markers()[1:]:  # the stage's marker goes by its current name from now on
         ctx.store.delete(former)
+    ctx.store.delete(stage.started_marker)
 
 
 def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | None = None, *,
@@ -250,7 +269,7 @@ def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | 
         if not stage.enabled(ctx.config):
             for file in stage.writes:
                 ctx.store.delete(file.name)
-            for marker in stage.markers():
+            for marker in (*stage.markers(), stage.started_marker):
                 ctx.store.delete(marker)
             continue
         with status(f"{stage.name}: comparing with what the run folder holds"):  # may import torch

@@ -27,9 +27,9 @@ from a2c.qa.config import A2CConfig, ExperimentConfig
 from a2c.qa.decide import settings_mismatch
 from a2c.qa.option_order import shown_order
 from a2c.qa.rank import majority_vote
-from a2c.qa.rows import CHOICES, SELECTIONS, SelectionRow
+from a2c.qa.rows import CHOICES, SELECTIONS, ChoiceRow, SelectionRow
 from a2c.qa.stages import a2c_slice, selection_slice
-from a2c.qa.vote import VOTES, Ballot, PositionPrior, ballots, elect, weighted_vote
+from a2c.qa.vote import VOTES, Ballot, PositionPrior, ballots, debiased_weights, elect, weighted_vote
 from a2c.run.config_file import ConfigError, load_config
 from a2c.run.pipeline import run_experiment
 from a2c.run.store import RunFolder
@@ -68,20 +68,28 @@ def test_the_prior_is_the_add_one_share_of_picks_per_position_and_prompt_size():
     assert prior.weight(Ballot("x", 3, None)) == 1
 
 
-@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 5), st.integers(0, 3)), max_size=40))
-def test_a_candidate_pick_weighs_one_on_average_under_the_prior_it_is_weighed_by(picks):
-    found = [Ballot(LETTERS[k % n], n, k % n) for n, k, _ in picks]
-    prior = PositionPrior.of(found)
-    for n in range(1, 7):
-        assert sum(prior.share(n, k) * prior.weight(Ballot("A", n, k)) for k in range(n)) == 1
-
-
 texts = st.sampled_from(["Paris", "paris.", "Rome", "Oslo", "Bern", "Don't know"])
+ballot_lists = st.lists(st.tuples(texts, st.integers(1, 5), st.integers(0, 5)), max_size=30)
 
 
-@given(st.lists(st.tuples(texts, st.integers(1, 5), st.integers(0, 5)), max_size=30))
+def _ballots(picks: list[tuple[str, int, int]]) -> list[Ballot]:
+    """(text, n, k): a pick at position k of n, or "don't know" where k is past the n candidates."""
+    return [Ballot(text, n, None if k >= n else k) for text, n, k in picks]
+
+
+@given(ballot_lists, ballot_lists)
+def test_candidate_picks_weigh_as_many_as_they_are_and_don_t_know_one_each(picks, elsewhere):
+    found = _ballots(picks)
+    weights = debiased_weights(found, PositionPrior.of(found + _ballots(elsewhere)))
+    candidate = [w for b, w in zip(found, weights, strict=True) if b.position is not None]
+    assert sum(candidate) == len(candidate) and all(w > 0 for w in candidate)
+    assert all(w == 1 for b, w in zip(found, weights, strict=True) if b.position is None)
+    assert sum(weights) == len(found)  # so "don't know" keeps its plain share of the vote
+
+
+@given(ballot_lists)
 def test_under_a_uniform_prior_the_debiased_vote_is_the_plain_one(picks):
-    found = [Ballot(text, n, None if k >= n else k) for text, n, k in picks]
+    found = _ballots(picks)
     uniform = PositionPrior({})
     plain = majority_vote([b.text for b in found])
     assert elect("debiased", found, uniform) == elect("plain", found) == plain
@@ -101,6 +109,7 @@ def test_always_position_one_under_fixed_gives_every_pick_one_weight(n, firsts, 
     assert {prior.weight(b) for per_question in run for b in per_question} == {
         Fraction(questions * len(firsts) + n, n * (questions * len(firsts) + 1))}
     for per_question in run:
+        assert set(debiased_weights(per_question, prior)) == {1}
         assert elect("debiased", per_question, prior) == elect("plain", per_question)
         assert _position_shares(per_question, prior.weight)[0] == 1.0
 
@@ -144,8 +153,27 @@ def test_a_first_position_habit_measured_over_a_run_outvotes_itself():
 def test_exact_ties_are_broken_as_the_plain_vote_breaks_them():
     prior = PositionPrior({3: (1, 1, 1)})
     found = [Ballot("Oslo", 3, 2), Ballot("Bern", 3, 0), Ballot("oslo", 3, 1), Ballot("Bern", 3, 1)]
-    assert weighted_vote(found, prior.weight) == ("Oslo", 0.5) == majority_vote([b.text for b in found])
+    assert weighted_vote(found, debiased_weights(found, prior)) == ("Oslo", 0.5)
+    assert majority_vote([b.text for b in found]) == ("Oslo", 0.5)
     assert elect("debiased", [], prior) == (None, None)
+
+
+def _row(options: list[str], option: int | None, order: list[int] | None = None, slot: int = 0) -> ChoiceRow:
+    text = None if option is None else ([*options, "Don't know"])[option]
+    return ChoiceRow(id="q", source="paraphrase", slot=slot, shown_question="Q?", temperature=0.0,
+                     options=options, reply="?", option=option, method="number" if text else "unparsed",
+                     text=text, order=order)
+
+
+def test_one_list_of_candidates_gives_no_prior_and_moved_lists_do():
+    # one question under `fixed`: Rome always first, so its pull and the first place's are one thing
+    fixed = [_row(["Rome", "Paris"], 0)] * 6 + [_row(["Rome", "Paris"], 1)] * 3 + [_row(["Rome", "Paris"], 2)]
+    assert PositionPrior.of_rows(fixed).counts == {}
+    assert elect("debiased", ballots(fixed), PositionPrior.of_rows(fixed)) == elect("plain", ballots(fixed))
+    # the same picks with the options moved: position 1 took 6 of 9 candidate picks
+    cyclic = [_row(["Rome", "Paris"] if k % 2 == 0 else ["Paris", "Rome"], 0 if k < 6 else 1,
+                   None if k % 2 == 0 else [1, 0], slot=k) for k in range(9)]
+    assert PositionPrior.of_rows([*cyclic, _row(["Rome"], None)]).counts == {2: (6, 3)}
 
 
 def test_an_unparsed_reply_is_no_ballot_and_don_t_know_is_no_position(tmp_path):
@@ -213,21 +241,29 @@ def _by_hand(folder: RunFolder) -> dict[tuple[str, str], str | None]:
     """Each (question, source)'s debiased pick, counted here from choices.jsonl with the run's prior."""
     rows = folder.read_rows(CHOICES)
     counts: dict[int, list[int]] = {}
+    lists: dict[int, set[tuple[str, ...]]] = {}
     for r in rows:
         if r.option is not None and not r.dont_know:
             counts.setdefault(len(r.options), [0] * len(r.options))[r.option] += 1
-    scores: dict[tuple[str, str], dict[str, Fraction]] = {}
-    first: dict[tuple[str, str], list[str]] = {}
+            lists.setdefault(len(r.options), set()).add(tuple(map(normalize, r.options)))
+    counts = {n: c if len(lists[n]) > 1 else [0] * n for n, c in counts.items()}  # one list: no prior
+    assert any(sum(c) for c in counts.values())
+    votes: dict[tuple[str, str], list[tuple[str, Fraction | None]]] = {}  # None: "don't know"
     for r in rows:
         if r.text is None:
             continue
         n = len(r.options)
-        weight = Fraction(1) if r.dont_know else Fraction(sum(counts[n]) + n, n * (counts[n][r.option] + 1))
-        per = scores.setdefault((r.id, r.source), {})
-        per[normalize(r.text)] = per.get(normalize(r.text), Fraction(0)) + weight
-        first.setdefault((r.id, r.source), []).append(r.text)
-    return {key: next(t for t in first[key] if per[normalize(t)] == max(per.values()))
-            for key, per in scores.items()}
+        u = None if r.dont_know else Fraction(sum(counts[n]) + n, n * (counts[n][r.option] + 1))
+        votes.setdefault((r.id, r.source), []).append((r.text, u))
+    out = {}
+    for key, got in votes.items():
+        picked = [u for _, u in got if u is not None]
+        scale = len(picked) / sum(picked, Fraction(0)) if picked else 1
+        per: dict[str, Fraction] = {}
+        for text, u in got:
+            per[normalize(text)] = per.get(normalize(text), Fraction(0)) + (1 if u is None else u * scale)
+        out[key] = next(t for t, _ in got if per[normalize(t)] == max(per.values()))
+    return out
 
 
 def test_a_debiased_run_records_its_vote_and_a_rerun_with_another_reuses_the_rank_replies(tmp_path):
@@ -257,8 +293,9 @@ def test_a_debiased_run_records_its_vote_and_a_rerun_with_another_reuses_the_ran
 
 # -- the wrapper and a2c serve ---------------------------------------------------------------------------
 
-SCRIPT = "scripted:1|1|1|2|Paris|Rome|Oslo"
-QUESTIONS = ("What is the capital of Norway?", "What is the capital of Italy?")
+SCRIPT = "scripted:1|2|1|Paris|Rome|Oslo|3"
+QUESTIONS = ("What is the capital of Norway?", "What is the capital of Italy?",
+             "Which planet is the largest?")
 
 
 def test_the_wrapper_counts_each_question_s_own_replies():
@@ -266,13 +303,18 @@ def test_the_wrapper_counts_each_question_s_own_replies():
     settings = A2CConfig(vote="debiased", option_order="cyclic")
     wrapper = AskToChoose(generator, a2c=settings, temperatures=(0.5, 1.0), samples=2, selection=["a2c"])
     together = wrapper.answer_many(list(QUESTIONS))
+    pooled = PositionPrior.of_rows([c for choice in together for c in choice.choices])
+    moved = 0
     for question, choice in zip(QUESTIONS, together, strict=True):
         alone = wrapper.answer(question)
         assert (alone.answer, alone.consistency) == (choice.answer, choice.consistency)
         found = ballots(choice.choices)
-        assert (choice.answer, choice.consistency["vote_share"]) == elect("debiased", found,
-                                                                           PositionPrior.of(found))
+        own = elect("debiased", found, PositionPrior.of_rows(choice.choices))
+        assert (choice.answer, choice.consistency["vote_share"]) == own
         assert {row.vote for row in choice.selections["a2c"].values()} == {"debiased"}
+        moved += own[0] != elect("plain", found)[0]
+        moved += own[0] != elect("debiased", found, pooled)[0]
+    assert moved  # the scripted replies make the question's own prior matter, or this shows nothing
 
 
 def test_a_request_may_set_the_vote_and_a_bad_one_is_a_400_naming_the_key():

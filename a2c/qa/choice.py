@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from a2c.metrics import cons_lex
 from a2c.metrics.sets import JudgeScores
 from a2c.qa.rows import AnswerField, ChoiceRow, GenerationRow, ParaphraseItem, SelectionRow, Source
-from a2c.qa.vote import DEFAULT_VOTE, ballots, elect
+from a2c.qa.vote import DEFAULT_VOTE, ballots, elect, question_prior
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def summarize(question: str, generations: Sequence[GenerationRow], choices: Sequ
     choosing."""
     candidates = [g.answer(answer_field) for g in generations]
     chosen = [c.text for c in choices if c.text is not None]
-    answer, share = elect(vote, ballots(choices))
+    answer, share = elect(vote, ballots(choices), question_prior(vote, choices))
     consistency: dict[str, float | int | None] = {
         "candidates_lexical": _lexical_agreement(candidates),
         "choices_lexical": _lexical_agreement(chosen),

@@ -27,7 +27,7 @@ from a2c.qa.config import ExperimentConfig
 from a2c.qa.measures import set_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rows import MetricRow, Source, UncertaintyRow
-from a2c.qa.vote import DEFAULT_VOTE, VOTES, PositionPrior, ballots, elect
+from a2c.qa.vote import DEFAULT_VOTE, ballots, elect, question_prior
 
 
 def _differences(recorded: Any, current: Any, key: str) -> list[str]:
@@ -112,9 +112,8 @@ def source_score(calibration: Calibration, choice: Choice, judges: Mapping[str, 
 def source_answer(choice: Choice, source: str, vote: str = DEFAULT_VOTE) -> str | None:
     """The A2C answer of one source: the vote over its parsed rank choices (the run's `a2c` selection;
     `debiased` divides out the position prior of the question's own replies, both sources)."""
-    found = ballots(choice.choices)
-    prior = PositionPrior.of(found) if VOTES.get(vote).uses_prior else None
-    text, _ = elect(vote, ballots(c for c in choice.choices if c.source == source), prior)
+    text, _ = elect(vote, ballots(c for c in choice.choices if c.source == source),
+                    question_prior(vote, choice.choices))
     return text
 
 

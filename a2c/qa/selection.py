@@ -113,7 +113,7 @@ class SelectionInputs:
         given, else the one the question's own rank replies (both sources) give."""
         if self.run_prior is not None:
             return self.run_prior()
-        return PositionPrior.of(ballots(c for s in SOURCES for c in self.choices.get((question_id, s), ())))
+        return PositionPrior.of_rows(c for s in SOURCES for c in self.choices.get((question_id, s), ()))
 
     def agreement(self, judge: str, key: SetKey) -> np.ndarray:
         """The judge's matrix of one set as agreement (higher = more alike)."""

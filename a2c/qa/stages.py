@@ -64,7 +64,7 @@ from a2c.qa.selection_accuracy import SelectionAccuracy
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
 from a2c.qa.variation import AnswerTask, answer, temperature_tasks
-from a2c.qa.vote import PositionPrior, ballots
+from a2c.qa.vote import PositionPrior
 from a2c.run.itemrows import ItemRows
 from a2c.run.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.run.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
@@ -360,7 +360,7 @@ def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
         choice_rows = stack.enter_context(ctx.store.item_rows(CHOICES, _ids(ctx.questions))) \
             if ctx.config.ask_to_choose.enabled else None
         # the run's rank replies counted once, on first use (a vote that reads them), the file read as it goes
-        run_prior = cache(lambda: PositionPrior.of(ballots(ctx.store.iter_rows(CHOICES)))) \
+        run_prior = cache(lambda: PositionPrior.of_rows(ctx.store.iter_rows(CHOICES))) \
             if ctx.pooled_prior and choice_rows is not None else None
 
         def inputs(method: str) -> Iterator[SelectionInputs]:

@@ -4,22 +4,23 @@ A small model often names an option for where it is listed rather than for what 
 (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice Selectors") the pick
 distribution over displayed positions is read as a prior over positions times a preference over contents.
 `debiased` estimates the prior from the rank replies themselves and weighs each pick at position k by
-1 / (n · P̂_n(k)) before the votes are summed per answer:
+u = 1 / (n · P̂_n(k)), rescaled so that one vote's candidate picks weigh as many as they are (PriDe's
+renormalisation), before the votes are summed per answer:
 
 - P̂_n(k) = (c_n(k) + 1) / (N_n + n), where c_n(k) counts the replies naming the candidate shown at position
   k of a prompt listing n candidates and N_n = Σ_k c_n(k): add-one smoothing, so with few replies the prior
   stays near uniform and the vote near the plain one;
 - prompts of different sizes have priors of their own (a habit at n = 2 says little about n = 5);
 - "don't know" is not a position: it is always listed last, so its place cannot be told apart from the wish
-  to decline. Its replies are left out of the counts and weigh 1, the weight of any pick under a uniform
-  prior; a candidate pick weighs 1 on average too (Σ_k P̂_n(k) / (n · P̂_n(k)) = 1), so debiasing moves no
-  weight between declining and answering on average;
+  to decline. Its replies are left out of the counts and weigh 1 each; with the rescaling, debiasing moves
+  weight among the candidates only, never between declining and answering;
 - unparsed replies name no position: neither counted nor voted, as in the plain vote.
 
-Where the prior comes from is the caller's (`PositionPrior.of`): a run pools the rank replies of all its
-questions (`a2c.qa.stages`), so a position's bias is measured over many contents; the decoding wrapper and
-the server count each question's own replies, so no answer depends on another question's. Weights are exact
-fractions, so a tie is a tie, broken as the plain vote breaks it (the text chosen first).
+Where the prior comes from is the caller's (`PositionPrior.of_rows`): a run pools the rank replies of all
+its questions (`a2c.qa.stages`), so a position's bias is measured over many contents; the decoding wrapper
+and the server count each question's own replies (`question_prior`), so no answer depends on another
+question's. A prompt size whose picks all came from one list of candidates gives no prior. Weights are
+exact fractions, so a tie is a tie, broken as the plain vote breaks it (the text chosen first).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from a2c.common.text import normalize
 if TYPE_CHECKING:  # the config reads `VOTES` without the rows' module
     from a2c.qa.rows import ChoiceRow
 
-__all__ = ["DEFAULT_VOTE", "VOTES", "Ballot", "PositionPrior", "VoteRule", "ballots", "elect",
-           "weighted_vote"]
+__all__ = ["DEFAULT_VOTE", "VOTES", "Ballot", "PositionPrior", "VoteRule", "ballots", "debiased_weights",
+           "elect", "question_prior", "weighted_vote"]
 
 DEFAULT_VOTE = "plain"
 
@@ -88,6 +89,34 @@ class PositionPrior:
                 counts.setdefault(b.options, [0] * b.options)[b.position] += 1
         return cls({n: tuple(c) for n, c in sorted(counts.items())})
 
+    @classmethod
+    def of_rows(cls, rows: Iterable[ChoiceRow]) -> PositionPrior:
+        """The prior `choices.jsonl` rows give (a run's, or one question's), read as they come.
+
+        A prompt size n is counted only where its candidate picks came from prompts listing more than one
+        arrangement of candidates. Where all listed the same (one question under `fixed`), each candidate
+        always sat at one place, so its pull and its position's cannot be told apart: that size keeps a
+        uniform prior, and its votes stay plain.
+
+        Args:
+          rows: the rank prompts and their parsed replies.
+
+        Returns:
+          The counts of the sizes whose picks saw more than one arrangement.
+        """
+        found: list[Ballot] = []
+        first: dict[int, tuple[str, ...]] = {}
+        varied: set[int] = set()
+        for row in rows:
+            ballot = Ballot.of(row)
+            if ballot is None or ballot.position is None:
+                continue
+            found.append(ballot)
+            shown = tuple(normalize(o) for o in row.options)
+            if first.setdefault(ballot.options, shown) != shown:
+                varied.add(ballot.options)
+        return cls({n: c for n, c in cls.of(found).counts.items() if n in varied})
+
     def share(self, options: int, position: int) -> Fraction:
         """P̂_n(k) = (c_n(k) + 1) / (N_n + n): the smoothed share of picks at `position` among prompts of
         `options` candidates (1/n where none were counted)."""
@@ -95,20 +124,37 @@ class PositionPrior:
         return Fraction(counts[position] + 1, sum(counts) + options)
 
     def weight(self, ballot: Ballot) -> Fraction:
-        """1 / (n · P̂_n(k)) for a pick at position k of n; 1 for "don't know"."""
+        """u = 1 / (n · P̂_n(k)) for a pick at position k of n, before `debiased_weights` rescales it; 1 for
+        "don't know"."""
         if ballot.position is None:
             return Fraction(1)
         return 1 / (ballot.options * self.share(ballot.options, ballot.position))
 
 
-def weighted_vote(found: Sequence[Ballot], weight: Callable[[Ballot], Fraction]
-                  ) -> tuple[str | None, float | None]:
+def debiased_weights(found: Sequence[Ballot], prior: PositionPrior) -> list[Fraction]:
+    """Each ballot's weight in one debiased vote: a candidate pick's u = 1 / (n · P̂_n(k)), scaled so that the
+    candidate picks weigh as many as they are; "don't know" picks weigh 1 each.
+
+    Args:
+      found: the parsed replies of one vote, in the order they were asked.
+      prior: the position prior divided out.
+
+    Returns:
+      One exact weight per ballot.
+    """
+    raw = [prior.weight(b) for b in found]
+    picked = [u for b, u in zip(found, raw, strict=True) if b.position is not None]
+    scale = Fraction(len(picked)) / sum(picked, Fraction(0)) if picked else Fraction(1)
+    return [u if b.position is None else u * scale for b, u in zip(found, raw, strict=True)]
+
+
+def weighted_vote(found: Sequence[Ballot], weights: Sequence[Fraction]) -> tuple[str | None, float | None]:
     """The text with the largest summed weight (compared after normalisation; ties: the one chosen first) and
     its share of the total weight; (None, None) when nothing was chosen.
 
     Args:
       found: the parsed replies, in the order they were asked.
-      weight: each ballot's weight (exact, so equal sums tie).
+      weights: each ballot's weight (exact, so equal sums tie).
 
     Returns:
       The elected text as first spelled, and its weighted vote share.
@@ -116,9 +162,9 @@ def weighted_vote(found: Sequence[Ballot], weight: Callable[[Ballot], Fraction]
     if not found:
         return None, None
     scores: dict[str, Fraction] = {}
-    for b in found:
+    for b, w in zip(found, weights, strict=True):
         key = normalize(b.text)
-        scores[key] = scores.get(key, Fraction(0)) + weight(b)
+        scores[key] = scores.get(key, Fraction(0)) + w
     top = max(scores.values())
     total = sum(scores.values(), Fraction(0))
     return next(b.text for b in found if scores[normalize(b.text)] == top), float(top / total)
@@ -141,13 +187,13 @@ def _plain(found: Sequence[Ballot], prior: PositionPrior) -> tuple[str | None, f
 
 
 def _debiased(found: Sequence[Ballot], prior: PositionPrior) -> tuple[str | None, float | None]:
-    return weighted_vote(found, prior.weight)
+    return weighted_vote(found, debiased_weights(found, prior))
 
 
 VOTES: Registry[VoteRule] = Registry("vote")
 VOTES.register("plain")(VoteRule("one vote per parsed rank reply (the paper's majority)", _plain))
-VOTES.register("debiased")(VoteRule("each pick weighted by 1 / (n · P̂_n(k)), the position prior divided out",
-                                    _debiased, uses_prior=True))
+VOTES.register("debiased")(VoteRule("candidate picks weighted by 1 / (n · P̂_n(k)), the position prior "
+                                    "divided out", _debiased, uses_prior=True))
 
 
 def elect(vote: str, found: Sequence[Ballot], prior: PositionPrior | None = None
@@ -157,12 +203,22 @@ def elect(vote: str, found: Sequence[Ballot], prior: PositionPrior | None = None
     Args:
       vote: a `VOTES` name (`ask_to_choose.vote`).
       found: the parsed replies voted on, in the order they were asked.
-      prior: the position prior to divide out; None: the one `found` itself gives.
+      prior: the position prior to divide out (`PositionPrior.of_rows`); None: a uniform one.
 
     Returns:
       The elected text (None when nothing was chosen) and its share of the (weighted) votes.
     """
-    rule = VOTES.get(vote)
-    if prior is None:
-        prior = PositionPrior.of(found) if rule.uses_prior else PositionPrior({})
-    return rule.elect(found, prior)
+    return VOTES.get(vote).elect(found, PositionPrior({}) if prior is None else prior)
+
+
+def question_prior(vote: str, rows: Iterable[ChoiceRow]) -> PositionPrior | None:
+    """The prior one question's own rank replies give, where `vote` reads one (the wrapper's, the server's).
+
+    Args:
+      vote: a `VOTES` name.
+      rows: the question's rank prompts, both sources.
+
+    Returns:
+      `PositionPrior.of_rows(rows)`, or None for a vote that reads no prior.
+    """
+    return PositionPrior.of_rows(rows) if VOTES.get(vote).uses_prior else None

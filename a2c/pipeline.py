@@ -1,5 +1,4 @@
-"""Deprecated path (floor plan shim): `a2c.pipeline` moved to `a2c.run.pipeline`; this alias goes in the
-next release."""
+"""Deprecated path (floor plan shim): `a2c.pipeline` moved to `a2c.run.pipeline`; this alias goes in 0.3.0."""
 
 from __future__ import annotations
 
@@ -7,4 +6,4 @@ from a2c.common.registry import lazy_attributes
 
 __getattr__ = lazy_attributes(__name__, {}, moved_to="a2c.run.pipeline", deprecated=lambda name: (
     f"a2c.pipeline moved to a2c.run.pipeline: import {name} from there "
-    "(this alias goes in the next release)"))
+    "(this alias goes in 0.3.0)"))

@@ -4,7 +4,7 @@ it came from) and `a2c.data.errors` (`DatasetError`). A task's own loaders live 
 
 The QA names this package held in 0.1 (`load_records`, `QARecord`, `DATASETS`, ...) still resolve here,
 with a `DeprecationWarning` naming their new home: `a2c.scoring` for `load_records`, `QARecord`,
-`DatasetError` and `DATASETS`, `a2c.qa.data` for the rest. They will be removed in a later release.
+`DatasetError` and `DATASETS`, `a2c.qa.data` for the rest. They go in 0.3.0.
 """
 
 from __future__ import annotations

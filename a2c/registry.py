@@ -1,4 +1,4 @@
-"""Deprecated path (floor plan shim): `a2c.registry` moved to `a2c.common.registry`; this alias goes in 0.3.0."""
+"""Deprecated path (floor plan shim): `a2c.registry` moved to `a2c.common.registry`; it goes in 0.3.0."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 import a2c
 from a2c.cli import main
 from a2c.common.text import normalize
-from a2c.qa.rows import CHOICES, PARAPHRASES, SELECTION_SCORES
+from a2c.qa.rows import CHOICES, PARAPHRASES, SELECTION_SCORES, SELECTIONS
 from a2c.run.store import RunFolder
 from tests.view_runs import qa_run
 
@@ -50,6 +50,7 @@ class Provenance(_Strict):
     source: Literal["paraphrase", "temperature"]
     question_id: str
     technique: str | None
+    vote: Literal["plain", "debiased"]
     vote_share: float
     votes: int
     min_vote_share: float
@@ -284,3 +285,31 @@ def test_the_commands_choices_are_the_exports():
 
     assert (cli.EXPORT_FORMATS, cli.SOURCE_CHOICES, cli.DEFAULT_MIN_VOTE_SHARE) == \
         (export.EXPORT_FORMATS, export.SOURCE_CHOICES, export.DEFAULT_MIN_VOTE_SHARE)
+
+
+@pytest.fixture(scope="module")
+def debiased_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return qa_run(tmp_path_factory.mktemp("debiased"), limit=12, ask_to_choose={"vote": "debiased"})
+
+
+@pytest.mark.parametrize("source", ["paraphrase", "temperature"])
+def test_a_debiased_run_exports_the_picks_its_selection_stage_made(debiased_run, run, tmp_path, source):
+    """The export elects with the run's vote: its answers are A2C's rows of selections.jsonl, which differ
+    from the plain majority on some question of this run, and every line says which vote it was."""
+    picks = {r.id: r.text for r in RunFolder(debiased_run).read_rows(SELECTIONS)
+             if r.method == "a2c" and r.source == source and r.text is not None}
+    lines = _export(debiased_run, tmp_path / f"{source}.jsonl", "--source", source,
+                    "--min-vote-share", "0.01", "--keep-dont-know")
+    originals = {line.a2c.question_id: line.messages[1].content
+                 for line in lines if line.a2c.technique is None}
+    assert originals == picks
+    assert {line.a2c.vote for line in lines} == {"debiased"}
+    assert {line.a2c.vote for line in _export(run, tmp_path / "plain.jsonl")} == {"plain"}
+
+
+def test_the_debiased_vote_moves_a_pick_of_the_exported_run(debiased_run):
+    """So the test above can tell the two votes apart: some pick differs from the plain majority."""
+    plain = _votes(debiased_run)
+    moved = [r for r in RunFolder(debiased_run).read_rows(SELECTIONS) if r.method == "a2c"
+             and r.text is not None and normalize(r.text) != normalize(plain[(r.id, r.source)][0] or "")]
+    assert moved

@@ -225,3 +225,27 @@ def test_a_run_without_ask_to_choose_has_no_after_columns_or_rank_prompts(tmp_pa
     titles = [s.title for s in items.pages[items.rows[0]["id"]]]
     assert titles == ["Question quickstart-0", "Paraphrases", "Answers", "Agreement and clusters, before "
                       "Ask-to-Choose", "Metrics before → after Ask-to-Choose"]
+
+
+def test_a2cs_answer_follows_the_runs_vote_as_the_wrapper_takes_it(tmp_path):
+    """Under `vote: debiased` the list's "A2C's answer" is the wrapper's answer to the same replies (the
+    question's own prior divided out), and the rank-prompt summary names the vote; on this run that moves
+    an answer away from the plain majority (seed 1: one of the 12)."""
+    from a2c.qa.choice import summarize
+    from a2c.qa.rank import majority_vote
+
+    run = qa_run(tmp_path, seed=1, ask_to_choose={"vote": "debiased", "option_order": "shuffled"})
+    items = run_page(open_run(run), "t").items
+    assert items is not None
+    choices: dict[str, list] = {}
+    for c in RunFolder(run).read_rows(CHOICES):
+        choices.setdefault(c.id, []).append(c)
+    shown = {row["id"]: row["a2c_answer"] for row in items.rows}
+    wrapper = {q: summarize("", [], rows, vote="debiased").answer for q, rows in choices.items()}
+    assert shown == wrapper
+    plain = {q: majority_vote([c.text for c in rows if c.text is not None])[0] for q, rows in choices.items()}
+    assert any(plain[q] != wrapper[q] for q in choices)
+    qid = next(iter(choices))
+    summary = next(b for s in items.pages[qid] for b in s.blocks
+                   if isinstance(b, Text) and "A2C's answer" in b.text)
+    assert "the debiased vote over" in summary.text

@@ -8,8 +8,9 @@ to answer a question's rewordings alike (consistency fine-tuning). Nothing here 
 only `only_accurate` keeps just the picks the run scored accurate against its references.
 
 The pick and its share are recomputed from `choices.jsonl` with the vote the run used
-(`a2c.qa.rank.majority_vote`), so every run with Ask-to-Choose exports, whatever selection methods it
-listed; the accuracy filter reads A2C's rows of `selection_scores.jsonl`.
+(`ask_to_choose.vote`: the plain majority, `a2c.qa.rank.majority_vote`, or the debiased vote over the run's
+pooled position prior, as the selection stage takes it), so every run with Ask-to-Choose exports, whatever
+selection methods it listed; the accuracy filter reads A2C's rows of `selection_scores.jsonl`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from a2c.common.errors import A2CError
 from a2c.common.text import normalize
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.rank import majority_vote
-from a2c.qa.rows import CHOICES, PARAPHRASES, SELECTION_SCORES, SOURCES, ParaphraseRow, Source
+from a2c.qa.rows import CHOICES, PARAPHRASES, SELECTION_SCORES, SOURCES, ChoiceRow, ParaphraseRow, Source
+from a2c.qa.vote import DEFAULT_VOTE, VOTES, PositionPrior, ballots, elect
 from a2c.run.open_run import CONFIG_FILE, RunFolderError, open_run
 from a2c.run.store import RunFolder
 
@@ -63,7 +65,8 @@ class Provenance(BaseModel):
     source: Source  # whose rank replies voted: in-context paraphrases or temperature samples
     question_id: str
     technique: str | None  # the paraphrase technique of the user turn; None: the original question
-    vote_share: float  # the pick's share of the source's parsed rank replies
+    vote: str  # the run's `ask_to_choose.vote`: how the replies elected the pick
+    vote_share: float  # the pick's share of the source's parsed rank replies (weighted, when debiased)
     votes: int  # how many parsed rank replies the share is over
     min_vote_share: float  # the threshold the export kept picks at or above
     dont_know: bool  # the pick is the "don't know" option (kept only when asked for)
@@ -144,17 +147,24 @@ class _Pick:
     dont_know: bool
 
 
-def _picks(folder: RunFolder) -> dict[tuple[str, Source], _Pick]:
-    """A2C's pick per question and source, as the selection stage takes it: the majority over the parsed
-    rank replies (ties: the first chosen), "don't know" when a reply of that text took the last option."""
+def _picks(folder: RunFolder, vote: str = DEFAULT_VOTE) -> dict[tuple[str, Source], _Pick]:
+    """A2C's pick per question and source, as the selection stage takes it: `vote` over the parsed rank
+    replies (the plain majority, ties: the first chosen; or the debiased vote with the run's pooled prior),
+    "don't know" when a reply of that text took the last option."""
     chosen: dict[tuple[str, Source], list[tuple[str, bool]]] = {}
+    rows: dict[tuple[str, Source], list[ChoiceRow]] = {}
     for row in folder.iter_rows(CHOICES):
         replies = chosen.setdefault((row.id, row.source), [])
+        rows.setdefault((row.id, row.source), []).append(row)
         if row.text is not None:
             replies.append((row.text, row.dont_know))
+    prior = PositionPrior.of_rows(folder.iter_rows(CHOICES)) if VOTES.get(vote).uses_prior else None
     picks = {}
     for key, replies in chosen.items():
-        text, share = majority_vote([t for t, _ in replies])
+        if vote == DEFAULT_VOTE:
+            text, share = majority_vote([t for t, _ in replies])
+        else:
+            text, share = elect(vote, ballots(rows[key]), prior)
         dont_know = text is not None and any(d and normalize(t) == normalize(text) for t, d in replies)
         picks[key] = _Pick(text, share or 0.0, len(replies), dont_know)
     return picks
@@ -237,7 +247,7 @@ def sft_lines(run_dir: Path, settings: ExportSettings, counts: ExportCounts | No
 def _lines(folder: RunFolder, config: ExperimentConfig, settings: ExportSettings,
            accurate: dict[tuple[str, Source], bool | None] | None, counts: ExportCounts, version: str
            ) -> Iterator[SftLine]:
-    picks = _picks(folder)
+    picks = _picks(folder, config.ask_to_choose.vote)
     digest = folder.digest(CONFIG_FILE) or ""
     sources: tuple[Source, ...] = SOURCES if settings.source == "both" else \
         tuple(s for s in SOURCES if s == settings.source)
@@ -276,7 +286,8 @@ def _lines(folder: RunFolder, config: ExperimentConfig, settings: ExportSettings
                           Message(role="assistant", content=pick.text or "")],
                 a2c=Provenance(run=config.name, config_sha256=digest, model=config.generator.model,
                                backend=config.generator.backend, source=source, question_id=row.id,
-                               technique=technique, vote_share=pick.share, votes=pick.votes,
+                               technique=technique, vote=config.ask_to_choose.vote,
+                               vote_share=pick.share, votes=pick.votes,
                                min_vote_share=settings.min_vote_share, dont_know=pick.dont_know,
                                only_accurate=settings.only_accurate, a2c_version=version))
 

@@ -57,6 +57,7 @@ from a2c.qa.rows import (
     Source,
 )
 from a2c.qa.scoring import score_columns, similarity_label
+from a2c.qa.vote import DEFAULT_VOTE, ballots, elect, question_prior
 from a2c.run.runfiles import MatrixSet, R, RowsFile
 from a2c.run.store import Store
 
@@ -188,11 +189,17 @@ def _question_text(run: _Run, qid: str) -> str:
     return run.paraphrases[qid].question if qid in run.paraphrases else qid
 
 
+def _a2c_vote(run: _Run, qid: str) -> tuple[str | None, float | None]:
+    """A2C's answer and its vote share over the question's parsed choices, as `AskToChoose` answers: the
+    run's `ask_to_choose.vote` (the majority; `debiased`: the question's own position prior divided out)."""
+    vote, chosen = run.config.ask_to_choose.vote, run.choices.get(qid, [])
+    return elect(vote, ballots(chosen), question_prior(vote, chosen))
+
+
 def _answers(run: _Run, qid: str) -> tuple[str | None, str | None]:
-    """(the majority answer before A2C over every answer of the question, A2C's answer: the majority over
-    its parsed choices, as `AskToChoose` answers)."""
+    """(the majority answer before A2C over every answer of the question, A2C's answer: `_a2c_vote`)."""
     before, _ = majority_vote([g.answer(run.field) for g in run.generations.get(qid, [])])
-    after, _ = majority_vote([c.text for c in run.choices.get(qid, []) if c.text is not None])
+    after, _ = _a2c_vote(run, qid)
     return before, after
 
 
@@ -347,8 +354,10 @@ def _rank_prompts(run: _Run, qid: str) -> tuple[Section, ...]:
         return ()
     before, after = _answers(run, qid)
     parsed = [c for c in chosen if c.text is not None]
-    _, share = majority_vote([c.text for c in parsed if c.text is not None])
-    summary = (f"A2C's answer (the majority over {len(parsed)} parsed of {plural(len(chosen), 'choice')}"
+    _, share = _a2c_vote(run, qid)
+    vote = run.config.ask_to_choose.vote
+    rule = "majority" if vote == DEFAULT_VOTE else f"{vote} vote"
+    summary = (f"A2C's answer (the {rule} over {len(parsed)} parsed of {plural(len(chosen), 'choice')}"
                + (f", vote share {share:.2f}" if share is not None else "") + f"): {after or 'none'}. "
                f"The majority over the answers before A2C: {before or 'none'}.")
     idk = run.config.ask_to_choose.idk_text

@@ -6,11 +6,13 @@ similarity and Cons_sem per judge, before → after Ask-to-Choose, then A2C's do
 (`a2c.qa.dont_know`) and A2C's model calls per question (rank prompts and the fresh paraphrases they show,
 from `selections.jsonl`). A second table gives each run's rank-prompt format-following on the same
 questions (`a2c.qa.format_following`), the paper's hypothesis being that A2C needs a model that follows the
-prompt. A cell's before and after are means over
-the questions where both are defined, and its difference after − before comes with a 95% percentile
-interval from resampling those questions (`a2c.metrics.bootstrap.paired_difference_ci` over the rows of
-`metrics.jsonl`). Runs are compared on the same questions only: different question sets are refused
-unless `intersect`, which compares the questions every run holds.
+prompt. Runs that share their candidates and differ only in `ask_to_choose.option_order` or `vote` get a
+third, how often A2C's pick differs between two of them (`a2c.qa.order_sensitivity`). A cell's before
+and after are means over the questions where both are defined, and its difference after − before comes
+with a 95% percentile interval from resampling those questions
+(`a2c.metrics.bootstrap.paired_difference_ci` over the rows of `metrics.jsonl`). Runs are compared on the
+same questions only: different question sets are refused unless `intersect`, which compares the questions
+every run holds.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ from a2c.qa.format_following import (
     held,
 )
 from a2c.qa.metric_columns import MetricColumn
+from a2c.qa.order_sensitivity import (
+    ORDER_SENSITIVITY_TITLE,
+    OrderSensitivity,
+    candidate_digests,
+    order_sensitivity,
+)
 from a2c.qa.rows import (
     CHOICES,
     GENERATIONS,
@@ -58,7 +66,8 @@ RESAMPLES = 2000
 LEVEL = 0.95
 SEED = 0  # fixed, so the same runs always get the same intervals
 COMPARE_MD, COMPARE_CSV, COMPARE_PNG = RunFile("compare.md"), RunFile("compare.csv"), RunFile("compare.png")
-COMPARE_FILES = (COMPARE_MD, COMPARE_CSV, COMPARE_PNG)
+COMPARE_ORDER_CSV = RunFile("compare_order.csv")  # the order-sensitivity table (header only without one)
+COMPARE_FILES = (COMPARE_MD, COMPARE_CSV, COMPARE_PNG, COMPARE_ORDER_CSV)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,7 @@ class ComparedRun:
     rows: dict[tuple[Source, Phase], dict[str, MetricRow]]  # (source, phase) → question id → row
     a2c_picks: dict[Source, list[SelectionRow]]  # A2C's pick per compared question (empty without A2C)
     following: dict[Source, FormatFollowing]  # of its rank replies to the compared questions
+    candidates: dict[tuple[str, Source], bytes]  # (question, source) → digest of its candidates' texts
 
     def dont_know_share(self, source: Source) -> str:
         """A2C's don't-know share of picks on the compared questions, as the table writes it."""
@@ -129,6 +139,7 @@ class Comparison:
     metrics: list[Metric]
     left_out: list[str]  # metrics some run lacks, so not compared
     cells: dict[tuple[Source, str, str], Cell]  # (method, run label, metric key)
+    order: OrderSensitivity  # how often A2C's pick moves with the option order, where runs allow it
 
     def rows(self) -> list[tuple[Source, ComparedRun]]:
         """Table 5's order: method first, then run; a method a run did not vary is left out."""
@@ -189,7 +200,8 @@ class Comparison:
         return (f"# a2c compare\n\n{runs}\n\n{self.scope()}\n\n{self.explanation()}\n\n"
                 f"{self.table().markdown()}\n\n![after − before]({COMPARE_PNG.name})\n"
                 + (f"\n## The rank prompt: does each model follow it?\n\n{FORMAT_FOLLOWING_NOTE}\n\n"
-                   f"{following.markdown()}\n" if following else ""))
+                   f"{following.markdown()}\n" if following else "")
+                + (f"\n{self.order.markdown()}" if self.order.shown else ""))
 
     def plot(self) -> bytes:
         """After − before per run and metric with its interval, one panel per method, one legend below."""
@@ -222,17 +234,25 @@ class Comparison:
         """The comparison as the viewer shows it, first when it opens several runs."""
         runs = "; ".join(f"{run.label}: {run.run.path}" for run in self.runs)
         following = self.following_table()
-        return [Section("Before → after Ask-to-Choose across runs", (
+        sections = [Section("Before → after Ask-to-Choose across runs", (
             Text(f"Runs — {runs}. {self.scope()}"), Text(self.explanation()), TableBlock(self.table()),
             Image("after − before per run, with intervals", self.plot()),
             *((Text(FORMAT_FOLLOWING_NOTE), TableBlock(following)) if following else ())))]
+        order = self.order.table()
+        if self.order.shown:
+            sections.append(Section(ORDER_SENSITIVITY_TITLE, (
+                *((Text(self.order.note()), TableBlock(order)) if order is not None else ()),
+                *((Text(self.order.reason),) if self.order.reason else ()))))
+        return sections
 
     def write(self, out: Path) -> list[Path]:
-        """compare.md, compare.csv and compare.png in `out` (created if needed)."""
+        """compare.md, compare.csv, compare.png and compare_order.csv in `out` (created if needed); the
+        last is written without a table too (its header only), so none is left from an earlier comparison."""
         folder = RunFolder(out)
         folder.write_text(COMPARE_MD.name, self.markdown())
         folder.write_text(COMPARE_CSV.name, self.long_table().csv())
         folder.write_bytes(COMPARE_PNG.name, self.plot())
+        folder.write_text(COMPARE_ORDER_CSV.name, self.order.long_table().csv())
         return [folder.file(f.name) for f in COMPARE_FILES]
 
 
@@ -271,20 +291,26 @@ def _labels(runs: Sequence[OpenedRun], summaries: Sequence[QASummary], given: Se
 
 
 def _a2c_figures(run: OpenedRun, questions: set[str]
-                 ) -> tuple[dict[Source, list[SelectionRow]], dict[Source, FormatFollowing]]:
-    """A2C's picks and its rank replies' format-following on the compared questions, from the run's rows
-    (so runs summarised by an older a2c, or compared with --intersect, get them too)."""
+                 ) -> tuple[dict[Source, list[SelectionRow]], dict[Source, FormatFollowing],
+                            dict[tuple[str, Source], bytes]]:
+    """A2C's picks, its rank replies' format-following and a digest of the candidates per question and
+    source on the compared questions, from the run's rows (so runs summarised by an older a2c, or
+    compared with --intersect, get them too)."""
     folder = run.folder
     picks: dict[Source, list[SelectionRow]] = {}
     if folder.exists(SELECTIONS.name):
         for pick in folder.read_rows(SELECTIONS):
             if pick.method == "a2c" and pick.id in questions:
                 picks.setdefault(pick.source, []).append(pick)
-    if not folder.exists(CHOICES.name) or not isinstance(run.config, ExperimentConfig):
-        return picks, {}
-    choices = [c for c in folder.read_rows(CHOICES) if c.id in questions]
+    if not folder.exists(GENERATIONS.name) or not isinstance(run.config, ExperimentConfig):
+        return picks, {}, {}
+    answer_field = run.config.variation.answer_field
     generations = [g for g in folder.read_rows(GENERATIONS) if g.id in questions]
-    return picks, format_following(choices, held(generations), run.config.variation.answer_field)
+    candidates = candidate_digests(generations, answer_field)
+    if not folder.exists(CHOICES.name):
+        return picks, {}, candidates
+    choices = [c for c in folder.read_rows(CHOICES) if c.id in questions]
+    return picks, format_following(choices, held(generations), answer_field), candidates
 
 
 def _questions(run: OpenedRun, rows: Sequence[MetricRow]) -> dict[str, str]:
@@ -320,8 +346,8 @@ def compare_opened(opened: Sequence[OpenedRun], labels: Sequence[str] | None = N
         grouped: dict[tuple[Source, Phase], dict[str, MetricRow]] = {}
         for row in rows:
             grouped.setdefault((row.source, row.phase), {})[row.id] = row
-        picks, following = _a2c_figures(run, set(questions))
-        runs.append(ComparedRun(name, run, summary, grouped, picks, following))
+        picks, following, candidates = _a2c_figures(run, set(questions))
+        runs.append(ComparedRun(name, run, summary, grouped, picks, following, candidates))
     sims = [s for s in summaries[0].similarities if all(s in x.similarities for x in summaries)]
     judges = [j for j in summaries[0].judges if all(j in x.judges for x in summaries)]
     every = dict.fromkeys([*(s for x in summaries for s in x.similarities),
@@ -335,8 +361,9 @@ def compare_opened(opened: Sequence[OpenedRun], labels: Sequence[str] | None = N
                *(_computed(c) for c in computed)]
     cells = {(source, run.label, m.key): _cell(run, source, m, questions)
              for run in runs for source in SOURCES if (source, "before") in run.rows for m in metrics}
+    order = order_sensitivity(runs, questions, resamples=RESAMPLES, seed=SEED, level=LEVEL)
     return Comparison(runs, questions, {n: len(k) - len(shared) for n, k in zip(names, keys, strict=True)},
-                      metrics, left_out, cells)
+                      metrics, left_out, cells, order)
 
 
 def _cell(run: ComparedRun, source: Source, metric: Metric, questions: Sequence[str]) -> Cell:

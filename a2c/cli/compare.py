@@ -11,11 +11,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="put QA runs side by side: before → after A2C with 95%% paired bootstrap intervals",
         description="The paper's Table 5 across runs: rows = variation method × run, columns = accuracy "
         "per similarity and Cons_sem per judge before → after Ask-to-Choose, each change with its 95% "
-        "paired bootstrap interval over questions. Writes compare.md, compare.csv and compare.png.")
+        "paired bootstrap interval over questions. Runs that share their candidates and differ only in "
+        "ask_to_choose.option_order or vote also get the share of questions whose A2C pick differs between "
+        "two of them (order sensitivity). Writes compare.md, compare.csv, compare.png and "
+        "compare_order.csv.")
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="QA run folders of `a2c run`")
     parser.add_argument("-o", "--output", type=Path, default=Path("compare"),
-                        help="folder for compare.md, compare.csv, compare.png (default: compare/)")
+                        help="folder for compare.md, compare.csv, compare.png, compare_order.csv "
+                        "(default: compare/)")
     add_comparison_options(parser)
     parser.set_defaults(handler=_compare)
 

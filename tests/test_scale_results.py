@@ -7,7 +7,10 @@ a change to the files a run writes must be deliberate and update them here.
 Updated once, deliberately, for the shorter, block-aligned rank prompt (issue 36: fewer computed prompt
 tokens): the stand-in answers by a hash of the prompt, so the rank replies and everything after them
 moved (paraphrases, answers and the before-A2C matrices did not). The bookkeeping changes were checked
-against the earlier digests before that prompt change was merged."""
+against the earlier digests before that prompt change was merged. Updated again for the names of the three
+don't-know shares (of choices, of rank replies, of picks): report.md and the two tables' headings and
+notes only, every figure as before (checked by diffing the 200-question run's files against those of the
+code before the rename)."""
 
 from __future__ import annotations
 
@@ -31,12 +34,12 @@ EXPECTED = {
     "summary.json": "a71ea9e8b783731a8647cbec56714d668a29759d3f9cadc0e38a8df3da022b71",
     "matrices_before.npz": "a16b32cebc4f1ee4657130c1b6aa9c5293893ce3840800c87db482a78cdd3204",
     "matrices_after.npz": "aef1f1d7db84d3b3e0aadaeb26a5ec87989d82f4c71a26a05c3d5943e223d52f",
-    "report.md": "51ed6d22c2c67c7f7a96485b54f0788b69e1985fecd81dabdd4d0c7f07be412b",
-    "table_before_after.csv": "d6f999f8f230a27cf4062b48de5072a962dd88304285a58f646f321e792a27e5",
+    "report.md": "2abd0bc398a5be2185a5d44cf7d4e27802cf6cf16848c1febaa74632de69880a",
+    "table_before_after.csv": "34edf782c44fa0159ece1ebd07c9e4be9f5b936b0f4d65c43b6b54d0a9adbf97",
     "table_accurate_answers.csv": "23d9b611e44e80f0350aaf09fcb35f507b823f8c5fcaa450addd41c5b499f53b",
     "counts.csv": "2ec61de1611057b2b3a9411356eba38a77a733ef198ea36224cc582a44329754",
     "table_signal.csv": "2bbc09534a0ea8bebf0d27451092a5d1735c38df01f5f08659162f70ace05cf1",
-    "table_selection.csv": "0286e5aa30d37703d93d356b2b6e3aa8d78417cb0afcde011038b64769cf9750",
+    "table_selection.csv": "d73dcb302c42aa41c18feea7dc68ef9abc1c5d693fb218527a9c6618c5090aa6",
     "table_answer_or_decline.csv": "953b4a30e864877a9bd7fa11270c3406ddbbd3258dd81e08881e89cd3615f008",
 }
 
@@ -52,12 +55,12 @@ EXPECTED_1000 = {
     "summary.json": "fac8e882fe406f36b84f1c70a2bd2353ffc03f971fbae96fcac0f93c8bd1dc3a",
     "matrices_before.npz": "66e9df05be05f586749697fc6735ec40aed07dae52aa88a45cd88dd0efc5fcee",
     "matrices_after.npz": "7702b685765b062a7e2fc3ccd90c51a5717e9cb578ee85e829d7c9283536ff2c",
-    "report.md": "37fde8455f7754dfd66e76c937a6e2ed1538a934ec0ed2021dc0df5996b5d083",
-    "table_before_after.csv": "6f5b2409c2375b940638a28750ee6cfa20977167a6b34e656ce88a79b36bb6e1",
+    "report.md": "d92d4f121c03b89a9c300990baa4ae1df4c0b573ce80fe443a03c1bc8282848a",
+    "table_before_after.csv": "ce4ead6fcb8c792eaca91fc88c99e458486e6569f6188bbbdef5831b4614e262",
     "table_accurate_answers.csv": "68a103bd538b2d5e74dcd2fc8483d99fe049dfbc09306c3596dcc46e7e136e2f",
     "counts.csv": "e6510260d09d023fa43d4ca584bb228889b2ee4a8bf51be0c483188ad309e087",
     "table_signal.csv": "8e587f031919bf72a41d3b0fe311aae44a47e5d877af5e5b3478d9d122ef947c",
-    "table_selection.csv": "25bf23da286c4be2a2f9a264d619c132c3c337bb03e0ee506d4957eff1fff83a",
+    "table_selection.csv": "a117595f0bad85aebd86cbbaba562739ba5d39774497dfefc466aa1d7ebfe6f7",
     "table_answer_or_decline.csv": "1a2494b7b389c321d5e824047e8cb630e0fbb70b77f382ed9710b65c48c15426",
 }
 

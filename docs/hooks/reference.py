@@ -272,6 +272,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     from a2c.metrics.calibration_maps import CALIBRATION_METHODS
     from a2c.metrics.set_metrics import SET_METRICS
     from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
+    from a2c.qa.correctness import CORRECTNESS_RULES
     from a2c.qa.data import DATASETS
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
@@ -296,6 +297,11 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
                 f"{'' if m.signal else ', not ranked as a signal'})") for n, m in SET_METRICS.items()])
     yield ("Accuracy similarities (`accuracy.similarities:`)", "a2c.qa.scoring.SIMILARITIES",
            [(n, s.label) for n, s in SIMILARITIES.items()])
+    yield ("Correctness rules (`a2c.qa.correctness.score_correctness`)",
+           "a2c.qa.correctness.rule.CORRECTNESS_RULES",
+           [(n, f"{r.label}: correct when {'>' if r.strict else '≥'} {r.default_threshold:g} by default"
+                f"{'; needs incorrect references' if r.needs_incorrect else ''}")
+            for n, r in CORRECTNESS_RULES.items()])
     yield ("Datasets (`dataset.name:`)", "a2c.qa.data.DATASETS",
            [(n, f"path: {d.path}; settings: {', '.join(sorted(d.settings)) or 'none'}")
             for n, d in DATASETS.items()])

@@ -5,8 +5,8 @@
 - `exact_match`, `token_f1`: SQuAD v1.1's EM and F1 (`a2c.metrics.squad`), the best over the gold aliases.
 - `rouge_l`: ROUGE-L F of rouge-score (its default tokenizer, no stemming), the best over the aliases.
 
-Thresholds: SPEC §12 gives F1 ≥ 0.5 (Farquhar et al. 2024) and ROUGE-L > 0.3 (Kuhn et al. 2023, also
-LM-Polygraph's default); exact match is 0 or 1, so its threshold is 1 (a match).
+Thresholds: the literature's F1 ≥ 0.5 (Farquhar et al. 2024) and ROUGE-L > 0.3 (Kuhn et al. 2023); exact
+match is 0 or 1, so its threshold is 1 (a match).
 """
 
 from __future__ import annotations

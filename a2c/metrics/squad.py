@@ -120,7 +120,8 @@ def exact_match_scores(pairs: Sequence[AnswerAliases]) -> np.ndarray:
         One float per pair, 0.0 or 1.0.
 
     Raises:
-        ValueError: a pair without aliases. TypeError: a non-str answer or alias, or aliases given as one str.
+        ValueError: a pair without aliases.
+        TypeError: a non-str answer or alias, or aliases given as one str.
     """
     return _best_over_aliases(pairs, lambda a, r: float(a == r))
 
@@ -135,6 +136,7 @@ def token_f1_scores(pairs: Sequence[AnswerAliases]) -> np.ndarray:
         One float in [0, 1] per pair.
 
     Raises:
-        ValueError: a pair without aliases. TypeError: a non-str answer or alias, or aliases given as one str.
+        ValueError: a pair without aliases.
+        TypeError: a non-str answer or alias, or aliases given as one str.
     """
     return _best_over_aliases(pairs, lambda a, r: _f1_of_tokens(a.split(), r.split()))

@@ -26,8 +26,8 @@ def one_dtype(dtype: str, prompts: int, tokens: int) -> dict[str, float]:
     """Load the engine in `dtype` and time one generate call (run inside the child process)."""
     from vllm import LLM, SamplingParams
 
-    from a2c.llm.embedded import DEFAULT_MODEL
     from a2c.llm.vllm_backend import vllm_model_path
+    from a2c.models.embedded import DEFAULT_MODEL
 
     llm = LLM(model=vllm_model_path(DEFAULT_MODEL), dtype=dtype, enforce_eager=True, max_model_len=1024,
               block_size=32, seed=0)

@@ -51,8 +51,8 @@ def timed(gen: CachedGenerator, requests: list[GenerationRequest]) -> tuple[floa
 
 
 def run_vllm(requests: list[GenerationRequest], batch_size: int) -> dict[str, float]:
-    from a2c.llm.convert import convert_gguf
     from a2c.llm.vllm_backend import VLLMBackend
+    from a2c.models.convert import convert_gguf
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = convert_gguf("SmolLM2-135M-Instruct", Path(tmp) / "smol", report=lambda _: None)

@@ -6,7 +6,7 @@ Run from the repository root (PYTHONPATH=.): `python3 benchmarks/bench_gpu.py --
 
 1. Model load of the transformers backend, each in a fresh process with `--workdir` as the models cache
    (default: a new temporary folder, so it holds no converted copy yet): first the GGUF is converted to the
-   float32 safetensors folder (`a2c.llm.convert`), then the same load again reads that folder. Goal: ≤ 5 s
+   float32 safetensors folder (`a2c.models.convert`), then the same load again reads that folder. Goal: ≤ 5 s
    from the converted folder. Imports, the modules transformers imports on first use and the CUDA context
    are timed apart (every transformers model pays them once per process).
 2. The first `--limit` (64) TruthfulQA questions under `experiments/truthfulqa-a2c.yaml` on the transformers
@@ -40,8 +40,8 @@ from typing import Any
 
 import yaml
 
-from a2c.llm.convert import prepared_dir
-from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.models.convert import prepared_dir
+from a2c.models.embedded import DEFAULT_MODEL
 from a2c.system.devices import resolve_device
 
 ROOT = Path(__file__).resolve().parents[1]

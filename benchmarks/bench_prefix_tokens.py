@@ -130,7 +130,7 @@ def main() -> int:
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    from a2c.llm.convert import prepared_dir
+    from a2c.models.convert import prepared_dir
 
     tokenizer = AutoTokenizer.from_pretrained(prepared_dir("SmolLM2-135M-Instruct"))
     stream = rebuild(args.run, args.limit, args.seeded_greedy_twice)

@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 
 from a2c.llm import GeneratorConfig, build_generator
-from a2c.llm.embedded import DEFAULT_MODEL, embedded_gguf
+from a2c.models.embedded import DEFAULT_MODEL, embedded_gguf
 from a2c.serve.config import answer_settings
 from a2c.serve.engine import wrapper
 from a2c.serve.usage import RecordingGenerator

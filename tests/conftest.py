@@ -178,7 +178,7 @@ class LlamaServer:
         import subprocess
         import sys
 
-        from a2c.llm.embedded import DEFAULT_MODEL, embedded_gguf
+        from a2c.models.embedded import DEFAULT_MODEL, embedded_gguf
         from a2c.system.devices import free_cores
 
         self.port = port or free_port()

@@ -3,10 +3,11 @@
 Floors, top to bottom (`FLOORS`, drawn in docs/concepts/architecture.md): the facade (`a2c`, `a2c.choose`,
 `a2c.scoring`, the CLI, the viewer, the server and the inspect_ai / lm-eval integrations), the wings (one
 task each: the packages the task registry's entries live in, `a2c.qa` and `a2c.classification`), the run
-machinery (`a2c.run`), the settings (`a2c.settings`), the components (llm, prompting, judges, metrics, data,
-display), the machine (`a2c.system`) and the shared utilities (`a2c.common`). An import never goes to a
-higher floor; a wing never imports another wing; the core names no wing except where the task registry
-registers it. Every module is on a floor: a new one at the root of `a2c/` must be given one.
+machinery (`a2c.run`), the settings (`a2c.settings`), the components (llm, models, prompting,
+judges, metrics, data, display), the machine (`a2c.system`) and the shared utilities (`a2c.common`).
+An import never goes to a higher floor; a wing never imports another wing; the core names no wing
+except where the task registry registers it. Every module is on a floor: a new one at the root of `a2c/`
+must be given one.
 Imports inside functions count (a function-level import must not dodge a circle), and so do imports
 under `if TYPE_CHECKING:` (two modules that name each other's types are still read back and forth).
 No circle either between the modules and sub-packages of any package (`a2c`, `a2c.qa`, ...).
@@ -25,7 +26,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "a2c"
 FACADE = ("a2c.__main__", "a2c.choose", "a2c.scoring", "a2c.cli", "a2c.serve", "a2c.view", "a2c.inspect",
           "a2c.lmeval")
 RUNNER = ("a2c.settings", "a2c.run")
-COMPONENTS = ("a2c.llm", "a2c.prompting", "a2c.judges", "a2c.metrics", "a2c.data", "a2c.display")
+COMPONENTS = ("a2c.llm", "a2c.models", "a2c.prompting", "a2c.judges", "a2c.metrics", "a2c.data",
+              "a2c.display")
 # bottom to top; the wings' floor is read from the task registry (`WINGS`), the facade's is `FACADE`; the
 # old paths of the documented API (deprecation aliases, one release) import nothing
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -279,7 +281,7 @@ def test_the_stage_machinery_knows_no_generation_backend():
     """`a2c.run.stage` builds generators through `a2c.llm` and keys stages by what they read; what a backend's
     settings change in its outputs (`generator_slice`) is the generator config's business."""
     assert import_graph()["a2c.run.stage"] <= {  # progress: the bars and status lines, no backend
-        "a2c.settings.config", "a2c.llm", "a2c.llm.progress", "a2c.run.runfiles", "a2c.run.store"}
+        "a2c.settings.config", "a2c.llm", "a2c.system.progress", "a2c.run.runfiles", "a2c.run.store"}
     text = _source("a2c.run.stage").read_text(encoding="utf-8").lower()
     backends = ("transformers", "vllm", "openai", "scripted", "inprocess", "in-process", "device")
     named = [name for name in backends if name in text]
@@ -329,7 +331,7 @@ def hand_kept_registries(source: str) -> list[str]:
 
 # name → data, not code a config plugs in: model files shipped in packages, with aliases; the display labels
 # of the two sources of variation (a closed Literal, not a point where components plug in)
-CATALOGS = {"a2c.llm.embedded.EMBEDDED_MODELS", "a2c.qa.rows.SOURCE_LABELS"}
+CATALOGS = {"a2c.models.embedded.EMBEDDED_MODELS", "a2c.qa.rows.SOURCE_LABELS"}
 
 
 def test_components_are_registered_only_through_a_registry():

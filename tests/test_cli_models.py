@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from a2c.cli import main
-from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.models.embedded import DEFAULT_MODEL
 
 
 def test_models_path_prints_the_embedded_gguf(capsys):
@@ -29,7 +29,7 @@ def test_models_path_of_an_unknown_model_names_the_known_ones(capsys):
 def test_without_the_package_the_gguf_comes_from_A2C_SMOLLM2_GGUF(tmp_path, monkeypatch, capsys):
     import importlib.metadata
 
-    from a2c.llm.embedded import embedded_gguf, resolve_model
+    from a2c.models.embedded import embedded_gguf, resolve_model
     from a2c.system.hub import ModelNotFoundError
 
     copy = tmp_path / "smollm2.gguf"
@@ -65,7 +65,7 @@ def test_models_list_on_an_empty_cache_lists_the_split_models_as_absent(tmp_path
 
 def test_a_symlink_under_a_split_models_name_is_refused_by_list_and_path(tmp_path, monkeypatch, capsys):
     """The real table's file name, pointing at a copy made here: refused, whatever it points to."""
-    from a2c.llm.embedded import SPLIT_MODELS
+    from a2c.models.embedded import SPLIT_MODELS
 
     name = "Qwen2.5-Coder-0.5B-Instruct"
     monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))

@@ -15,9 +15,9 @@ import torch
 import yaml
 
 from a2c.llm import CachedGenerator, GenerationRequest, Message
-from a2c.llm.embedded import DEFAULT_MODEL, resolve_model
 from a2c.llm.row_sampler import RowSampler
 from a2c.llm.top_p import nucleus_mask
+from a2c.models.embedded import DEFAULT_MODEL, resolve_model
 from a2c.system.hub import ModelNotFoundError
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]

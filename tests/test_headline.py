@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from a2c.cli import main
-from a2c.llm.progress import QUIET_ENV
 from a2c.qa.dont_know import OF_CHOICES, heading
 from a2c.qa.headline import abridged_columns, fitted, headline
 from a2c.qa.report import before_after_table
 from a2c.qa.summary import read_summary
 from a2c.run.store import RunFolder
+from a2c.system.progress import QUIET_ENV
 from tests.terminal import on_a_terminal, screen
 
 CONFIG = ("name: one\nlimit: 1\njudges: [exact]\naccuracy: {similarities: [rouge1]}\n"

@@ -173,8 +173,8 @@ def test_encode_gives_what_the_tokenizer_call_gives(max_length):
     from transformers import ByT5Tokenizer, DebertaV2Tokenizer
 
     from a2c.judges.hf import encode
-    from a2c.llm.embedded import DEFAULT_MODEL
     from a2c.llm.transformers_backend import load_model
+    from a2c.models.embedded import DEFAULT_MODEL
     from tests.conftest import _tiny_tokenizer
 
     # the long text makes both texts of a pair overflow at 7 tokens: `longest_first` must split them alike

@@ -17,8 +17,8 @@ import pytest
 
 from a2c.llm import CachedGenerator, GenerationRequest, Message
 from a2c.llm.context import ContextGuard, ContextLengthError, ContextLengthWarning
-from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.transformers_backend import TransformersBackend
+from a2c.models.embedded import DEFAULT_MODEL
 from a2c.system.cache import Cache
 
 LONG = "The quick brown fox jumps over the lazy dog. " * 100 + "What colour is the fox?"

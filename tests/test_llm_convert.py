@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from a2c.cli import main
 from a2c.common.errors import A2CError
 from a2c.llm import CachedGenerator, GenerationRequest, GeneratorConfig, Message
-from a2c.llm.convert import convert_gguf, prepared_dir
 from a2c.llm.transformers_backend import TransformersBackend
 from a2c.llm.vllm_backend import _use_every_core, vllm_model_path
+from a2c.models.convert import convert_gguf, prepared_dir
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def test_vllm_block_size_must_be_a_multiple_of_16():
 
 
 def test_vllm_prepares_the_embedded_model_on_first_use(tmp_path, monkeypatch, capsys):
-    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.models.embedded import DEFAULT_MODEL
 
     monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
@@ -75,7 +75,7 @@ def test_vllm_prepares_the_embedded_model_on_first_use(tmp_path, monkeypatch, ca
 
 
 def test_an_interrupted_conversion_leaves_no_folder_and_a_finished_one_replaces_the_old(tmp_path):
-    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.models.embedded import DEFAULT_MODEL
 
     out = tmp_path / "models" / "smol"
 

@@ -102,7 +102,7 @@ def test_replicas_serving_different_models_are_refused(servers, tmp_path):
 
 
 def test_the_real_llama_cpp_server_reports_its_model(llama_server):
-    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.models.embedded import DEFAULT_MODEL
 
     def backend(model: str) -> OpenAIBackend:
         return OpenAIBackend(GeneratorConfig(backend="openai", model=model, base_urls=[llama_server.base_url],

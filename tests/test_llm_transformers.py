@@ -7,9 +7,9 @@ import pytest
 
 from a2c.common.registry import UnknownNameError
 from a2c.llm import BACKENDS, CachedGenerator, GenerationRequest, GeneratorConfig, Message, build_generator
-from a2c.llm.embedded import ModelNotFoundError, resolve_model
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import sample_seed
+from a2c.models.embedded import ModelNotFoundError, resolve_model
 from a2c.system.cache import Cache
 
 pytestmark = pytest.mark.slow
@@ -145,8 +145,8 @@ def test_dtype_auto_is_float32_on_the_cpu_and_bfloat16_on_an_ampere_or_newer_gpu
 
 
 def test_draw_identity_names_device_and_dtype_except_for_cpu_float32(smollm2):
-    from a2c.llm.embedded import DEFAULT_MODEL
     from a2c.llm.transformers_backend import TransformersBackend
+    from a2c.models.embedded import DEFAULT_MODEL
 
     assert (smollm2.impl.device, smollm2.impl.dtype_name) == ("cpu", "float32")
     assert smollm2.impl.draw_identity() is None  # request-cache keys of CPU runs stay as they were
@@ -187,8 +187,8 @@ def test_a_sampled_answer_does_not_depend_on_its_batch_mates(smollm2):
 def test_a_gguf_is_converted_once_into_the_prepared_folder(tmp_path, monkeypatch, capsys):
     from safetensors import safe_open
 
-    from a2c.llm.embedded import DEFAULT_MODEL
     from a2c.llm.transformers_backend import weights_source
+    from a2c.models.embedded import DEFAULT_MODEL
 
     monkeypatch.setenv("A2C_MODELS_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)

@@ -63,7 +63,7 @@ class TestInProcessEngine:
         generate call's bar per finished request, before the batch is emitted."""
         import tqdm
 
-        from a2c.llm.progress import generation_progress
+        from a2c.system.progress import generation_progress
 
         made: list[Any] = []
 

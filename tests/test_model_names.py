@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2c.llm.config import OpenAIConfig, ScriptedConfig, TransformersConfig
-from a2c.llm.embedded import DEFAULT_MODEL, EMBEDDED_GENERATORS, resolve_model
 from a2c.llm.model_names import UnknownModelError, check_model_name, closest_embedded, in_hub_cache, is_hub_id
+from a2c.models.embedded import DEFAULT_MODEL, EMBEDDED_GENERATORS, resolve_model
 from a2c.qa.config import ExperimentConfig
 from a2c.run.config_file import load_config, parse_config
 from a2c.run.pipeline import run_experiment

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.models.embedded import DEFAULT_MODEL
 from tests.conftest import free_port
 
 PROBE_PARTS = ("paraphrases and answers:", "embedding agreement matrix (paraphrases)",

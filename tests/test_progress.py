@@ -15,9 +15,10 @@ import tqdm
 
 import a2c.llm.scripted
 from a2c.cli import main
-from a2c.llm import Completion, GenerationRequest, GeneratorConfig, Message, build_generator, progress
-from a2c.llm.progress import QUIET_ENV, decoding_step, generation_progress, reading_prompts, status
+from a2c.llm import Completion, GenerationRequest, GeneratorConfig, Message, build_generator
 from a2c.llm.sampling import CachedGenerator, Emit, SampleResult
+from a2c.system import progress
+from a2c.system.progress import QUIET_ENV, decoding_step, generation_progress, reading_prompts, status
 from tests.terminal import on_a_terminal, screen
 
 SCRIPTED = ["--backend", "scripted", "--model", "scripted:1|2|Paris|Rome\nMadrid|Which one?", "--judge",
@@ -235,7 +236,7 @@ def test_a_transformers_probe_under_no_progress_prints_no_bar(tmp_path):
     assert all(part in err for part in STAGE_LINES)
 
 
-QUIET_THEN_BAR = ("from a2c.llm.progress import quiet_library_progress\n"
+QUIET_THEN_BAR = ("from a2c.system.progress import quiet_library_progress\n"
                   "{quiet}\n"
                   "from tqdm.auto import tqdm\n"
                   "from transformers.utils import logging\n"
@@ -291,7 +292,7 @@ def test_the_wrapper_with_progress_moves_a_bar_every_decoding_step(recorder, cap
 def test_vllm_finished_requests_move_the_generate_bar(recorder):
     """vLLM's `LLM.generate` drives the `use_tqdm` it is given as its own bar (update per finished request,
     postfix, format_dict); `engine_requests` passes that on to the generate call's bar."""
-    from a2c.llm.progress import engine_requests
+    from a2c.system.progress import engine_requests
 
     class Engine:  # runs its batch as vLLM's offline loop does: one finished request at a time
         backend, model, truncates_to, keep_going, sampler = "engine", "fake", None, False, None
@@ -326,7 +327,7 @@ def test_vllm_finished_requests_move_the_generate_bar(recorder):
 
 # a status line shown (it lasts past STATUS_AFTER_SECONDS), one nested in a bar, then a stage's line
 STATUS_THEN_LINE = ("import time\n"
-                    "from a2c.llm.progress import bar, generation_progress, status, ticking\n"
+                    "from a2c.system.progress import bar, generation_progress, status, ticking\n"
                     "with generation_progress('generate'):\n"
                     "    with status('preparing the run'):\n"
                     "        time.sleep(1.6)\n"

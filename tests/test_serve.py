@@ -24,7 +24,7 @@ from a2c.choose import AskToChoose, Choice
 from a2c.cli import build_parser, main
 from a2c.common.redact import redact
 from a2c.llm import Completion, Generation, GenerationRequest, GeneratorConfig, Message, build_generator
-from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.models.embedded import DEFAULT_MODEL
 from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES
 from a2c.serve.app import build_state, create_app
 from a2c.serve.batcher import Batcher, QueueFull

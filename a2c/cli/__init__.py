@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         debug, command = debug or args.debug, args.command
         if not debug or getattr(args, "no_progress", False):
-            from a2c.llm.progress import quiet_library_progress
+            from a2c.system.progress import quiet_library_progress
 
             quiet_library_progress()
         with sigterm_raises():  # SIGTERM stops a2c as a Ctrl-C does: grace for requests in flight, clean-up

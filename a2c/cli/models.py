@@ -66,8 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _prepare(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_folder
-    from a2c.llm.convert import convert_gguf, prepared_dir
-    from a2c.llm.embedded import DEFAULT_MODEL
+    from a2c.models.convert import convert_gguf, prepared_dir
+    from a2c.models.embedded import DEFAULT_MODEL
 
     model = args.model or DEFAULT_MODEL
     output = args.output or prepared_dir(model)
@@ -78,7 +78,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    from a2c.llm.embedded import DEFAULT_MODEL, EMBEDDED_MODELS, embedded_gguf
+    from a2c.models.embedded import DEFAULT_MODEL, EMBEDDED_MODELS, embedded_gguf
     from a2c.system.hub import ModelNotFoundError
 
     model = args.model or DEFAULT_MODEL
@@ -97,7 +97,7 @@ def _threads(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from a2c.llm.embedded import SPLIT_MODELS
+    from a2c.models.embedded import SPLIT_MODELS
     from a2c.system.hub import ModelNotFoundError
 
     unknown = [m for m in args.models if m not in SPLIT_MODELS]
@@ -119,9 +119,9 @@ def _install(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from a2c.display.reporting import Table
-    from a2c.llm.convert import prepared_dir
-    from a2c.llm.embedded import EMBEDDED_MODELS
-    from a2c.llm.split_gguf import SplitGGUF
+    from a2c.models.convert import prepared_dir
+    from a2c.models.embedded import EMBEDDED_MODELS
+    from a2c.models.split_gguf import SplitGGUF
 
     rows = []
     refused: list[str] = []

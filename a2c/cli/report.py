@@ -49,9 +49,9 @@ def check_human_labels(path: Path) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from a2c.llm.progress import generation_progress
     from a2c.run.open_run import stored_run
     from a2c.run.pipeline import report_run
+    from a2c.system.progress import generation_progress
 
     if args.human_labels is not None:
         check_human_labels(args.human_labels)  # before rescoring, which loads models

@@ -103,9 +103,9 @@ def batch_sizes(config: RunConfig) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from a2c.llm.progress import generation_progress, status
     from a2c.run.config_file import load_config
     from a2c.run.tasks import task_of
+    from a2c.system.progress import generation_progress, status
 
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
         with status("preparing the run (config, libraries, servers, models)"):  # seconds on a busy CPU

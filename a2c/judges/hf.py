@@ -24,7 +24,7 @@ import numpy as np
 from a2c.common.errors import A2CError
 from a2c.common.wording import plural
 from a2c.judges.deberta import trim_relative_attention
-from a2c.llm.embedded import encoder_location
+from a2c.models.embedded import encoder_location
 from a2c.system.devices import resolve_device
 from a2c.system.hub import from_pretrained
 
@@ -43,7 +43,7 @@ class TruncationWarning(UserWarning):
 
 def resolve_model(model: str) -> str:
     """The folder or hub id sentence-transformers should load for a configured model name (an embedded
-    model's folder inside its package: `a2c.llm.embedded`, the one table of them)."""
+    model's folder inside its package: `a2c.models.embedded`, the one table of them)."""
     return encoder_location(model)
 
 

@@ -11,10 +11,10 @@ from functools import lru_cache
 
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats, Generator, Message
 from a2c.llm.config import BACKENDS, AnyGeneratorConfig, GeneratorConfig, validate_generator
-from a2c.llm.embedded import DEFAULT_MODEL
-from a2c.llm.progress import status
 from a2c.llm.sampling import CachedGenerator
+from a2c.models.embedded import DEFAULT_MODEL
 from a2c.system.cache import open_cache
+from a2c.system.progress import status
 
 __all__ = [
     "BACKENDS",

@@ -40,7 +40,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from a2c.common.redact import redact
 from a2c.common.registry import PluginError, Registry, UnknownNameError, resolve
 from a2c.llm.context import ContextPolicy
-from a2c.llm.embedded import DEFAULT_MODEL
+from a2c.models.embedded import DEFAULT_MODEL
 from a2c.system.cache import DEFAULT_CACHE_PATH
 from a2c.system.devices import Device, device_type, resolve_device
 

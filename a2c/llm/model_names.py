@@ -18,7 +18,7 @@ from pathlib import Path
 
 from a2c.common.files import existing
 from a2c.llm.config import GeneratorConfig, InProcessConfig
-from a2c.llm.embedded import DEFAULT_MODEL, EMBEDDED_GENERATORS
+from a2c.models.embedded import DEFAULT_MODEL, EMBEDDED_GENERATORS
 from a2c.system.hub import ModelNotFoundError, check_available
 
 # OWNER/NAME as the hub allows it: each part of letters, digits, `_`, `-`, `.`, neither end a `-` or `.`

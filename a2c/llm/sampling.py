@@ -22,8 +22,8 @@ from a2c.common.errors import A2CError
 from a2c.common.wording import plural
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats
 from a2c.llm.context import ContextLengthWarning
-from a2c.llm.progress import GenerationBar, showing
 from a2c.system.cache import Cache, NoCache, damaged_cache, make_key
+from a2c.system.progress import GenerationBar, showing
 
 CACHE_NAMESPACE = "generation"
 _UNREAD = object()  # CachedGenerator has not asked its backend which model it serves yet

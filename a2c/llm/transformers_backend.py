@@ -11,7 +11,7 @@ cut or refused before anything runs (`a2c.llm.context`).
 
 Weights run on the resolved `device` in the resolved `dtype` (`resolve_dtype`). A GGUF model is
 dequantized once per machine into the float32 safetensors folder `a2c models prepare` writes
-(`a2c.llm.convert.prepared_dir`); later loads read that folder and cast it, which takes seconds instead of
+(`a2c.models.convert.prepared_dir`); later loads read that folder and cast it, which takes seconds instead of
 dequantizing on the CPU at every start. float32 keeps the dequantized values exact, so a float32 run
 answers as the GGUF did.
 """
@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import DecodeLoop, TransformersConfig
 from a2c.llm.context import ContextGuard, ContextPolicy, model_context
-from a2c.llm.convert import convert_gguf, prepared_dir
-from a2c.llm.embedded import ModelSource, resolve_model
-from a2c.llm.progress import decoding_step, reading_prompts
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
+from a2c.models.convert import convert_gguf, prepared_dir
+from a2c.models.embedded import ModelSource, resolve_model
 from a2c.system.devices import device_type, resolve_device
 from a2c.system.hub import from_pretrained
+from a2c.system.progress import decoding_step, reading_prompts
 
 if TYPE_CHECKING:
     import torch

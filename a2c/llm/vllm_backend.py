@@ -47,13 +47,13 @@ from a2c.common.errors import A2CError
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import VLLMConfig
 from a2c.llm.context import ContextGuard
-from a2c.llm.convert import convert_gguf, prepared_dir
-from a2c.llm.embedded import EMBEDDED_GENERATORS
-from a2c.llm.progress import engine_requests
 from a2c.llm.render import prompt_text
 from a2c.llm.sampling import Emit, SampleResult
 from a2c.llm.top_p import sampling_args
+from a2c.models.convert import convert_gguf, prepared_dir
+from a2c.models.embedded import EMBEDDED_GENERATORS
 from a2c.system.devices import cpu_has_native_bf16, device_type, resolve_device
+from a2c.system.progress import engine_requests
 from a2c.system.reaper import reaper
 
 

@@ -21,7 +21,6 @@ from a2c.common.seeds import stable_seed
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
 from a2c.llm.config import generator_slice
-from a2c.llm.progress import status
 from a2c.metrics import cons_lex
 from a2c.metrics.set_metrics import AnswerSet, computed_metrics
 from a2c.metrics.sets import chunk_judge_scores
@@ -69,6 +68,7 @@ from a2c.run.itemrows import ItemRows
 from a2c.run.runfiles import MatrixKey, MatrixSet, RunFileError
 from a2c.run.stage import DATASET, RunContext, Slice, Stage, StageStats, json_digest
 from a2c.run.store import Store, append_rows
+from a2c.system.progress import status
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts
 

@@ -8,7 +8,7 @@ from typing import Any
 from a2c.judges.base import ModelOptions
 from a2c.judges.embedding import DEFAULT_EMBEDDING_MODEL
 from a2c.judges.presets import validate_options
-from a2c.llm.embedded import encoder_location
+from a2c.models.embedded import encoder_location
 from a2c.qa.compare import COMPARER
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.data import QARecord, load_records

@@ -18,7 +18,6 @@ from a2c.common.errors import A2CError
 from a2c.common.wording import plural
 from a2c.judges import Judge, JudgeSpec
 from a2c.llm.base import Generator
-from a2c.llm.progress import generation_progress
 from a2c.metrics.sets import judge_scores
 from a2c.prompting.paraphrase import Technique
 from a2c.qa.calibration import Calibration, read_calibration
@@ -48,6 +47,7 @@ from a2c.qa.selection import RANDOM, SelectionError, method_judges
 from a2c.qa.stages import ALGORITHM_1, JUDGES_BEFORE, SELECTION, QAContext
 from a2c.run.stage import Generators, run_stages
 from a2c.run.store import MemoryStore
+from a2c.system.progress import generation_progress
 
 
 class AskToChoose:

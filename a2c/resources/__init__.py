@@ -8,6 +8,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+__all__ = ["shipped_or_path"]
+
 
 def shipped_or_path(package: str, name_or_path: str) -> tuple[Path, str | None]:
     """The file to read and its shipped name (None for a user's path).

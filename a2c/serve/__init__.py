@@ -5,4 +5,10 @@ config.py: what the server is configured with; schema.py: request/response shape
 engine.py: the blocking batched pass; batcher.py: the gathering window and bounded queue; usage.py: each
 request's share of a pass's model calls; errors.py: OpenAI-style errors and secret masking; app.py: routes.
 FastAPI and uvicorn (the `serve` extra) are imported by app.py only.
+
+Nothing is exported here: import each module by its path (`a2c.serve.app`).
 """
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -33,6 +33,15 @@ def truthfulqa_scores(
 
     The caller adds the best answer to `correct_refs`, as TruthfulQA does; both lists must be non-empty,
     since a maximum over no references has no meaning.
+
+    Args:
+        answer: the answer scored.
+        correct_refs: the correct references, the best answer among them.
+        incorrect_refs: the incorrect references.
+        similarity: scores an answer against a list of references, one score each (`rouge1_similarity`).
+
+    Returns:
+        The best similarity to a correct reference, its margin over the best incorrect one, and 0/1 accuracy.
     """
     if not correct_refs:
         raise ValueError("truthfulqa_scores needs at least one correct reference")
@@ -60,6 +69,13 @@ def rouge1_similarity(answer: str, refs: Sequence[str]) -> list[float]:
 
     The `rouge1` consistency judge (R1-C) compares answers with each other through this. Accuracy does
     not: TruthfulQA scores without stemming, which `a2c.scoring` computes in batch (`a2c.metrics.overlap`).
+
+    Args:
+        answer: the text compared.
+        refs: the references it is compared with.
+
+    Returns:
+        One F-measure in [0, 1] per reference, in order.
     """
     scorer = _rouge1_scorer()
     return [scorer.score(ref, answer)["rouge1"].fmeasure for ref in refs]

@@ -8,7 +8,15 @@ import numpy as np
 
 
 def spearman_rho(metric_values: Sequence[float], human_values: Sequence[float]) -> float | None:
-    """Spearman's ρ between a metric and human labels per item; `None` when undefined (n < 2, constant)."""
+    """Spearman's ρ between a metric and human labels per item; `None` when undefined (n < 2, constant).
+
+    Args:
+        metric_values: the metric's value per item.
+        human_values: the human judgement per item, in the same order.
+
+    Returns:
+        ρ in [-1, 1], None for fewer than two items or a constant sequence.
+    """
     from scipy import stats  # scipy.stats takes seconds of CPU to import: only when a ρ is computed
 
     x = np.asarray(metric_values, dtype=float)
@@ -26,6 +34,12 @@ def rating_counts(ratings: Sequence[Sequence[Hashable]]) -> tuple[np.ndarray, li
     """Turn per-item annotator labels into the item × category count table Fleiss' κ needs.
 
     Categories are ordered by first appearance; returns (counts, categories).
+
+    Args:
+        ratings: for each item, the labels its annotators gave.
+
+    Returns:
+        The items × categories count table and the categories in column order.
     """
     categories: dict[Hashable, int] = {}
     for labels in ratings:
@@ -42,6 +56,12 @@ def fleiss_kappa(counts: Sequence[Sequence[int]] | np.ndarray) -> float | None:
     """Fleiss' κ from an items × categories table of rater counts (same number of raters per item).
 
     `None` when chance agreement is already perfect (every rating in one category), where κ is 0/0.
+
+    Args:
+        counts: items × categories, how many raters put each item in each category.
+
+    Returns:
+        κ (1 is perfect agreement, 0 chance level), None when it is 0/0.
     """
     table = np.asarray(counts)
     if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:

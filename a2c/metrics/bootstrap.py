@@ -146,7 +146,18 @@ def paired_difference_ci(before: Sequence[float | None], after: Sequence[float |
     A2C): pairs are resampled together, so what the two sides share cancels out.
 
     Pairs with a None or NaN on either side are dropped and counted (`dropped`), as `mean_defined` skips
-    undefined items; infinite values are refused."""
+    undefined items; infinite values are refused.
+
+    Args:
+        before: one value per unit (question) without the change; None where undefined.
+        after: the value per unit with it, in the same order.
+        resamples: the bootstrap resamples (≥ 2).
+        seed: the seed of the resampling, so an interval is reproducible.
+        level: the interval's coverage, in (0, 1).
+
+    Returns:
+        The mean difference, its interval (all None below two kept pairs) and the pairs dropped.
+    """
     if len(before) != len(after):
         raise ValueError(f"paired values differ in length: {len(before)} vs {len(after)}")
     if resamples < 2:

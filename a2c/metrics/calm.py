@@ -42,7 +42,16 @@ class IndicatorPair:
 def parse_indicator_pair(
     text: str, indicators: tuple[str, str] = DEFAULT_INDICATORS, separator: str = ":"
 ) -> IndicatorPair:
-    """Split an indicator-formatted input; `ValueError` when it does not have that shape."""
+    """Split an indicator-formatted input; `ValueError` when it does not have that shape.
+
+    Args:
+        text: an input formatted as `<indicator><separator> sentence <indicator><separator> sentence`.
+        indicators: the two indicators, in the order the input names them.
+        separator: what follows each indicator.
+
+    Returns:
+        The two indicators and sentences, with the spacing between them.
+    """
     first, second = (re.escape(ind) for ind in indicators)
     sep = re.escape(separator)
     pattern = rf"\s*({first}){sep}\s*(.*?)(\s+)({second}){sep}\s*(.*?)\s*"
@@ -57,7 +66,16 @@ def parse_indicator_pair(
 
 
 def reverse_input(text: str, indicators: tuple[str, str] = DEFAULT_INDICATORS, separator: str = ":") -> str:
-    """REVERSE: the second sentence (with its indicator) first."""
+    """REVERSE: the second sentence (with its indicator) first.
+
+    Args:
+        text: an input formatted as `<indicator><separator> sentence <indicator><separator> sentence`.
+        indicators: the two indicators, in the order the input names them.
+        separator: what follows each indicator.
+
+    Returns:
+        The input with its two indicated sentences swapped.
+    """
     return parse_indicator_pair(text, indicators, separator).render(reverse=True)
 
 
@@ -67,7 +85,17 @@ def signal_inputs(
     indicators: tuple[str, str] = DEFAULT_INDICATORS,
     separator: str = ":",
 ) -> list[str]:
-    """SIGNAL: one input per replacement symbol, the separator after both indicators swapped for it."""
+    """SIGNAL: one input per replacement symbol, the separator after both indicators swapped for it.
+
+    Args:
+        text: an input formatted as `<indicator><separator> sentence <indicator><separator> sentence`.
+        symbols: the replacement separators, one input each (none equal to `separator`).
+        indicators: the two indicators, in the order the input names them.
+        separator: what follows each indicator.
+
+    Returns:
+        One input per symbol, in the order of `symbols`.
+    """
     if not symbols:
         raise ValueError("SIGNAL needs at least one replacement symbol")
     if separator in symbols:
@@ -77,7 +105,15 @@ def signal_inputs(
 
 
 def reverse_consistency(original_preds: Sequence[Hashable], reversed_preds: Sequence[Hashable]) -> float:
-    """C_R: share of items whose prediction survives REVERSE."""
+    """C_R: share of items whose prediction survives REVERSE.
+
+    Args:
+        original_preds: the prediction on each original input.
+        reversed_preds: the prediction on each input's REVERSE, in the same order.
+
+    Returns:
+        C_R in [0, 1].
+    """
     return same_prediction_rate(original_preds, reversed_preds)
 
 
@@ -87,6 +123,14 @@ def signal_consistency(
     """C_S: share of items whose pass rate over their k SIGNAL variants reaches `threshold` (paper: 1.0).
 
     The pass-rate comparison is done in exact fractions so that e.g. 7 of 10 meets a threshold of 0.7.
+
+    Args:
+        original_preds: the prediction on each original input.
+        signal_preds: for each input, the predictions on its SIGNAL variants.
+        threshold: the share of an input's variants that must keep its prediction, in (0, 1].
+
+    Returns:
+        C_S in [0, 1].
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold={threshold} is outside (0, 1]")

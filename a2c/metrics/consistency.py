@@ -18,7 +18,14 @@ from a2c.metrics.set_metrics import SetMetric
 
 
 def cons_lex(outputs: Sequence[str]) -> float | None:
-    """Share of ordered pairs (i ≠ j) whose normalised texts are equal; `None` below two outputs."""
+    """Share of ordered pairs (i ≠ j) whose normalised texts are equal; `None` below two outputs.
+
+    Args:
+        outputs: the answers of one set (one question's paraphrases or samples).
+
+    Returns:
+        Cons_lex in [0, 1], None for fewer than two outputs.
+    """
     n = len(outputs)
     if n < 2:
         return None
@@ -28,7 +35,14 @@ def cons_lex(outputs: Sequence[str]) -> float | None:
 
 
 def cons_sem(matrix: object) -> float | None:
-    """Mean off-diagonal entry of an n×n agreement matrix (both directions count); `None` below n = 2."""
+    """Mean off-diagonal entry of an n×n agreement matrix (both directions count); `None` below n = 2.
+
+    Args:
+        matrix: an n×n agreement matrix (anything numpy reads as one) from a pairwise judge.
+
+    Returns:
+        Cons_sem, None for n < 2.
+    """
     return cons_sem_of([matrix])[0]
 
 
@@ -60,6 +74,12 @@ def semantic_clusters(equivalent: object) -> list[int]:
     — then stops, so it lands in exactly one cluster (the peer bug kept looping and joined several). We do
     not take connected components: with a lenient judge, chains like "yes" ~ "probably yes" ~ "probably
     no" would merge answers that are not equivalent to each other.
+
+    Args:
+        equivalent: an n×n matrix of equivalence decisions (truthy: row i is equivalent to column j).
+
+    Returns:
+        The cluster id of each output, counted from 0.
     """
     arr = square(equivalent, "equivalence matrix").astype(bool)
     both = arr & arr.T
@@ -77,7 +97,14 @@ def semantic_clusters(equivalent: object) -> list[int]:
 
 
 def semantic_entropy(cluster_ids: Sequence[int]) -> float | None:
-    """Entropy in bits of the cluster sizes: 0 = one meaning, log2(n) = all different; `None` below n = 2."""
+    """Entropy in bits of the cluster sizes: 0 = one meaning, log2(n) = all different; `None` below n = 2.
+
+    Args:
+        cluster_ids: the cluster id of each output (`semantic_clusters`).
+
+    Returns:
+        The entropy in bits, None for fewer than two outputs.
+    """
     n = len(cluster_ids)
     if n < 2:
         return None

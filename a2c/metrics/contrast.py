@@ -55,7 +55,19 @@ def _count(value: object, name: str) -> int:
 
 
 def consistency_bounds(n_bundles: int, n_correct: int, bundle_size: int = 2) -> tuple[int, int]:
-    """`(c_min, c_max)`: the consistencies achievable with accuracy `n_correct`."""
+    """`(c_min, c_max)`: the consistencies achievable with accuracy `n_correct`.
+
+    Args:
+        n_bundles: n, the number of bundles (≥ 1).
+        n_correct: a, the number of correct instances.
+        bundle_size: b, the instances per bundle (≥ 2).
+
+    Returns:
+        c_min and c_max.
+
+    Raises:
+        InvalidCountsError: a count is negative, b < 2, a > n·b.
+    """
     n = _count(n_bundles, "n_bundles")
     a = _count(n_correct, "n_correct")
     b = _count(bundle_size, "bundle_size")
@@ -210,7 +222,20 @@ def exact_memory(n_bundles: int, bundle_size: int = 2) -> int:
 
 
 def cumulative_mass(n_bundles: int, n_correct: int, n_consistent: int, bundle_size: int = 2) -> int:
-    """μ(c, a) as an exact integer: patterns with accuracy a and consistency at most c."""
+    """μ(c, a) as an exact integer: patterns with accuracy a and consistency at most c.
+
+    Args:
+        n_bundles: n, the number of bundles (≥ 1).
+        n_correct: a, the number of correct instances.
+        n_consistent: c, the number of fully correct bundles.
+        bundle_size: b, the instances per bundle (≥ 2).
+
+    Returns:
+        μ(c, a), the number of patterns.
+
+    Raises:
+        InvalidCountsError: a count is negative, b < 2, a > n·b, or c outside [c_min, c_max].
+    """
     n, a, c, b = _checked(n_bundles, n_correct, n_consistent, bundle_size)
     num, den, _ = _cumulative(n, a, c, b)
     mu, rest = divmod(num, den)
@@ -225,6 +250,19 @@ def relative_consistency(n_bundles: int, n_correct: int, n_consistent: int, bund
 
     Raises `InvalidCountsError` (a `ValueError`) naming the bound when c lies outside [c_min, c_max],
     a count is negative or a > nb.
+
+    Args:
+        n_bundles: n, the number of bundles (≥ 1).
+        n_correct: a, the number of correct instances.
+        n_consistent: c, the number of fully correct bundles.
+        bundle_size: b, the instances per bundle (≥ 2).
+        progress: called with each piece of work done; None reports nothing.
+
+    Returns:
+        RC in [0, 1].
+
+    Raises:
+        InvalidCountsError: a count is negative, b < 2, a > n·b, or c outside [c_min, c_max].
     """
     n, a, c, b = _checked(n_bundles, n_correct, n_consistent, bundle_size)
     num, den, total = _cumulative(n, a, c, b, progress)
@@ -232,7 +270,18 @@ def relative_consistency(n_bundles: int, n_correct: int, n_consistent: int, bund
 
 
 def relative_consistency_difference(first: ContrastCounts, second: ContrastCounts) -> float:
-    """RC(first) − RC(second) as (μ1·M2 − μ2·M1) / (M1·M2): one division, so tiny gaps in the tail survive."""
+    """RC(first) − RC(second) as (μ1·M2 − μ2·M1) / (M1·M2): one division, so tiny gaps in the tail survive.
+
+    Args:
+        first: the counts of one model (or setting).
+        second: the counts it is compared with.
+
+    Returns:
+        RC(first) − RC(second), in [-1, 1].
+
+    Raises:
+        InvalidCountsError: either side's counts are impossible.
+    """
     n1, a1, c1, b1 = _checked(first.n_bundles, first.n_correct, first.n_consistent, first.bundle_size)
     n2, a2, c2, b2 = _checked(second.n_bundles, second.n_correct, second.n_consistent, second.bundle_size)
     num1, den1, total1 = _cumulative(n1, a1, c1, b1)
@@ -241,7 +290,19 @@ def relative_consistency_difference(first: ContrastCounts, second: ContrastCount
 
 
 def consistency_distribution(n_bundles: int, n_correct: int, bundle_size: int = 2) -> dict[int, Fraction]:
-    """Exact P(c | a) for every achievable c, in increasing c (the columns of the RC heatmap)."""
+    """Exact P(c | a) for every achievable c, in increasing c (the columns of the RC heatmap).
+
+    Args:
+        n_bundles: n, the number of bundles (≥ 1).
+        n_correct: a, the number of correct instances.
+        bundle_size: b, the instances per bundle (≥ 2).
+
+    Returns:
+        c → P(c | a) as an exact fraction, for c from c_min to c_max.
+
+    Raises:
+        InvalidCountsError: a count is negative, b < 2, a > n·b.
+    """
     c_min, c_max = consistency_bounds(n_bundles, n_correct, bundle_size)
     n, a, b = int(n_bundles), int(n_correct), int(bundle_size)
     total = binomial(n * b, a)
@@ -284,6 +345,14 @@ def contrast_set_scores(
     when every bundle has the same size b ≥ 2: its null model counts patterns on an n×b grid, and padding,
     truncating or dropping bundles to force a common size would change a and c themselves, so for mixed
     sizes RC is reported as `None` rather than as a number with a different meaning.
+
+    Args:
+        predictions: the prediction on each instance.
+        labels: the gold label of each instance, in the same order.
+        bundle_ids: the bundle each instance belongs to, in the same order.
+
+    Returns:
+        The counts, accuracy, consistency and RC (None for bundles of mixed sizes).
     """
     if not (len(predictions) == len(labels) == len(bundle_ids)):
         raise ValueError(

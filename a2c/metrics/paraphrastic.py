@@ -56,35 +56,74 @@ def _moments(correct_by_bucket: Buckets, weights: Sequence[float] | None) -> tup
 
 
 def paraphrastic_accuracy(correct_by_bucket: Buckets, weights: Sequence[float] | None = None) -> float:
-    """E[θ]: (weighted) mean bucket accuracy — the accuracy P_C is compared against."""
+    """E[θ]: (weighted) mean bucket accuracy — the accuracy P_C is compared against.
+
+    Args:
+        correct_by_bucket: per problem, the 0/1 correctness of each of its phrasings.
+        weights: one non-negative weight per bucket (normalised here); None weighs every bucket equally.
+
+    Returns:
+        E[θ] in [0, 1].
+    """
     return _moments(correct_by_bucket, weights)[0]
 
 
 def paraphrastic_consistency(
     correct_by_bucket: Buckets, weights: Sequence[float] | None = None
 ) -> float:
-    """P_C = 1 − 2·E[θ(1−θ)]: probability that two phrasings of a problem get the same correctness."""
+    """P_C = 1 − 2·E[θ(1−θ)]: probability that two phrasings of a problem get the same correctness.
+
+    Args:
+        correct_by_bucket: per problem, the 0/1 correctness of each of its phrasings.
+        weights: one non-negative weight per bucket (normalised here); None weighs every bucket equally.
+
+    Returns:
+        P_C in [0, 1].
+    """
     return 1.0 - 2.0 * _moments(correct_by_bucket, weights)[1]
 
 
 def variance_attributable_to_paraphrasing(
     correct_by_bucket: Buckets, weights: Sequence[float] | None = None
 ) -> float:
-    """VAP = E[Var(R_b)] = E[θ(1−θ)]: the within-bucket part of the variance of correctness."""
+    """VAP = E[Var(R_b)] = E[θ(1−θ)]: the within-bucket part of the variance of correctness.
+
+    Args:
+        correct_by_bucket: per problem, the 0/1 correctness of each of its phrasings.
+        weights: one non-negative weight per bucket (normalised here); None weighs every bucket equally.
+
+    Returns:
+        VAP in [0, 0.25].
+    """
     return _moments(correct_by_bucket, weights)[1]
 
 
 def proportion_of_variance_attributable_to_paraphrasing(
     correct_by_bucket: Buckets, weights: Sequence[float] | None = None
 ) -> float | None:
-    """PVAP = VAP / Var(R) with Var(R) = VAP + Var(θ); `None` when correctness never varies."""
+    """PVAP = VAP / Var(R) with Var(R) = VAP + Var(θ); `None` when correctness never varies.
+
+    Args:
+        correct_by_bucket: per problem, the 0/1 correctness of each of its phrasings.
+        weights: one non-negative weight per bucket (normalised here); None weighs every bucket equally.
+
+    Returns:
+        PVAP in [0, 1], None when correctness has no variance.
+    """
     _, vap, between = _moments(correct_by_bucket, weights)
     total = vap + between
     return None if total == 0 else vap / total
 
 
 def min_paraphrastic_consistency(accuracy: float) -> float:
-    """Lower bound 1 − 2A(1−A) on P_C, reached when all variance is within buckets."""
+    """Lower bound 1 − 2A(1−A) on P_C, reached when all variance is within buckets.
+
+    Args:
+        accuracy: the accuracy A, in [0, 1].
+
+    Returns:
+        The least P_C any split of that accuracy into buckets can have.
+    """
     if not 0.0 <= accuracy <= 1.0:
         raise ValueError(f"accuracy={accuracy} is outside [0, 1]")
     return 1.0 - 2.0 * accuracy * (1.0 - accuracy)

@@ -21,7 +21,14 @@ def _agreement(matrix: object) -> np.ndarray:
 
 def medoid_index(agreement: object) -> int | None:
     """The candidate with the highest mean agreement to the others (the diagonal never counts; both
-    directions of a directional judge count equally); ties → the first. One candidate is its own medoid."""
+    directions of a directional judge count equally); ties → the first. One candidate is its own medoid.
+
+    Args:
+        agreement: the candidates' n×n agreement matrix.
+
+    Returns:
+        The medoid's index, None for no candidates.
+    """
     arr = _agreement(agreement)
     n = arr.shape[0]
     if n == 0:
@@ -36,7 +43,15 @@ def majority_cluster_index(clusters: Sequence[int], agreement: object) -> int | 
 
     Ties in size go to the cluster whose members agree most with each other (mean off-diagonal agreement
     inside the cluster, both directions), then to the cluster whose first member comes first. Singletons
-    have no pairs: between tied singletons the first wins."""
+    have no pairs: between tied singletons the first wins.
+
+    Args:
+        clusters: the cluster id of each candidate (`semantic_clusters`).
+        agreement: the candidates' n×n agreement matrix, breaking ties in cluster size.
+
+    Returns:
+        The index of the chosen candidate, None for no candidates.
+    """
     arr = _agreement(agreement)
     ids = list(clusters)
     if len(ids) != arr.shape[0]:
@@ -60,7 +75,14 @@ def majority_cluster_index(clusters: Sequence[int], agreement: object) -> int | 
 
 def expected_random_accuracy(correct: Sequence[float]) -> float | None:
     """Accuracy of picking a candidate uniformly at random: the exact mean of the per-candidate
-    correctness (0/1) or score; None for no candidates."""
+    correctness (0/1) or score; None for no candidates.
+
+    Args:
+        correct: each candidate's correctness (0/1) or accuracy score.
+
+    Returns:
+        The mean, None for no candidates.
+    """
     values = [float(v) for v in correct]
     if not values:
         return None

@@ -37,7 +37,14 @@ class AnswerSet:
 
 
 def mean_defined(values: Iterable[float | None]) -> tuple[float | None, int]:
-    """Mean over the defined values and how many `None`s were skipped; `(None, k)` if nothing is defined."""
+    """Mean over the defined values and how many `None`s were skipped; `(None, k)` if nothing is defined.
+
+    Args:
+        values: one metric value per set, None where it is undefined (NaN is refused).
+
+    Returns:
+        The mean of the defined values (None if there is none) and the number of `None`s skipped.
+    """
     defined: list[float] = []
     skipped = 0
     for value in values:

@@ -27,7 +27,16 @@ class JudgeScores:
 def judge_scores(matrix: np.ndarray, equivalent: np.ndarray, accurate: Sequence[bool] | None = None
                  ) -> JudgeScores:
     """`equivalent` is the judge's decision matrix (`Judge.equivalent`); `accurate` None: no references,
-    so there is no consistency over accurate answers."""
+    so there is no consistency over accurate answers.
+
+    Args:
+        matrix: the judge's n×n agreement matrix over the set's answers.
+        equivalent: its n×n equivalence decisions.
+        accurate: which answers are accurate, one flag each; None when the set has no references.
+
+    Returns:
+        Cons_sem, the clusters' entropy and count, and Cons_sem over the accurate answers.
+    """
     return chunk_judge_scores([(matrix, equivalent, accurate)])[0]
 
 

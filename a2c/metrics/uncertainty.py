@@ -230,42 +230,95 @@ def num_semantic_sets(equivalent: object) -> int | None:
     A set holds tens of answers at most, so the reachability matrix is squared until it stops growing
     (log2 n products) instead of calling scipy's `connected_components`, whose input validation costs a
     millisecond per set, more than the metrics stage's whole budget per question.
+
+    Args:
+        equivalent: an n×n matrix of equivalence decisions (truthy: row i is equivalent to column j).
+
+    Returns:
+        The number of semantic sets, None for fewer than two answers.
     """
     return num_semantic_sets_of(MatrixStack.of(equivalent, "equivalence matrix"))[0]
 
 
 def eigval_laplacian(similarity: object) -> float | None:
     """U_EigV = Σ_k max(0, 1 − λ_k) over the normalised Laplacian's eigenvalues (1 = one meaning, n = all
-    different); the clip at 0 is the paper's and LM-Polygraph's."""
+    different); the clip at 0 is the paper's and LM-Polygraph's.
+
+    Args:
+        similarity: an n×n similarity matrix with entries in [0, 1] (anything numpy reads as one).
+
+    Returns:
+        U_EigV, None for fewer than two answers.
+    """
     return eigval_laplacian_of(MatrixStack.of(similarity, "similarity matrix"))[0]
 
 
 def degree_uncertainty(similarity: object) -> float | None:
-    """U_Deg = trace(nI − D)/n² = 1 − mean degree/n: 0 when all answers agree fully, (n−1)/n when none do."""
+    """U_Deg = trace(nI − D)/n² = 1 − mean degree/n: 0 when all answers agree fully, (n−1)/n when none do.
+
+    Args:
+        similarity: an n×n similarity matrix with entries in [0, 1] (anything numpy reads as one).
+
+    Returns:
+        U_Deg, None for fewer than two answers.
+    """
     return degree_uncertainty_of(MatrixStack.of(similarity, "similarity matrix"))[0]
 
 
 def degree_confidence(similarity: object) -> np.ndarray | None:
-    """C_Deg(j) = D_jj/n per answer: its mean similarity to all n answers, itself included."""
+    """C_Deg(j) = D_jj/n per answer: its mean similarity to all n answers, itself included.
+
+    Args:
+        similarity: an n×n similarity matrix with entries in [0, 1] (anything numpy reads as one).
+
+    Returns:
+        C_Deg of each answer, None for fewer than two answers.
+    """
     return degree_confidence_of(MatrixStack.of(similarity, "similarity matrix"))[0]
 
 
 def eccentricity(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD) -> float | None:
     """U_Ecc: Frobenius norm of the centred eigenvector embedding (0 = all answers at one point; at most
-    √(n−1), reached when no two answers are similar)."""
+    √(n−1), reached when no two answers are similar).
+
+    Args:
+        similarity: an n×n similarity matrix with entries in [0, 1] (anything numpy reads as one).
+        threshold: the eigenvalue cut of the embedding: eigenvectors of the normalised Laplacian with
+            eigenvalues below it make up each answer's coordinates.
+
+    Returns:
+        U_Ecc, None for fewer than two answers.
+    """
     return eccentricity_of(MatrixStack.of(similarity, "similarity matrix"), threshold)[0]
 
 
 def eccentricity_confidence(similarity: object, threshold: float = ECCENTRICITY_THRESHOLD
                             ) -> np.ndarray | None:
-    """C_Ecc(j) = −‖v_j − v̄‖ per answer: answers near the centre of the embedding are more confident."""
+    """C_Ecc(j) = −‖v_j − v̄‖ per answer: answers near the centre of the embedding are more confident.
+
+    Args:
+        similarity: an n×n similarity matrix with entries in [0, 1] (anything numpy reads as one).
+        threshold: the eigenvalue cut of the embedding: eigenvectors of the normalised Laplacian with
+            eigenvalues below it make up each answer's coordinates.
+
+    Returns:
+        C_Ecc of each answer, None for fewer than two answers.
+    """
     return eccentricity_confidence_of(MatrixStack.of(similarity, "similarity matrix"), threshold)[0]
 
 
 def nli_weights(entail: object, contra: object) -> np.ndarray:
     """KLE's weight graph from NLI probabilities, as LM-Polygraph: W = P_e + ½·P_n with P_n = 1 − P_e − P_c
     (entailment 1, neutral ½, contradiction 0), then symmetrised (W + Wᵀ)/2 (KLE needs an undirected
-    graph; the KLE authors add both directions, which is twice this W, i.e. twice the time t)."""
+    graph; the KLE authors add both directions, which is twice this W, i.e. twice the time t).
+
+    Args:
+        entail: the n×n entailment probabilities (row i entails column j).
+        contra: the n×n contradiction probabilities, same shape.
+
+    Returns:
+        The symmetric n×n weight matrix KLE reads.
+    """
     e = _unit_interval(entail, "entailment matrix")
     c = _unit_interval(contra, "contradiction matrix")
     if e.shape != c.shape:
@@ -286,6 +339,13 @@ def kernel_language_entropy(weights: object, t: float = KLE_TIME) -> float | Non
     meaning (ρ of rank 1), 1 = no edges at all (ρ = I/n). The Laplacian's sign follows the paper and the
     KLE authors' code (L = D − W, positive semidefinite): LM-Polygraph's estimator writes L = W − D, and
     with exp(−t·L) that turns diffusion into its inverse.
+
+    Args:
+        weights: an n×n non-negative weight graph (`nli_weights`, or a similarity matrix).
+        t: the heat kernel's time, > 0.
+
+    Returns:
+        KLE in [0, 1], None for fewer than two answers.
     """
     if not (math.isfinite(t) and t > 0):
         raise ValueError(f"t must be a positive number, got {t}")

@@ -28,6 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset-path", type=Path, metavar="FILE",
                         help="read the config's dataset from this local file (overrides dataset.path; "
                         "e.g. a TruthfulQA.csv where the config reads the benchmark from the hub)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                        help="put a setting over the config's before it is validated (repeatable): a dotted "
+                        "key and a YAML value, e.g. --set ask_to_choose.option_order=shuffled --set "
+                        "generator.batch_size=64; the run folder's config.yaml holds the result")
     parser.add_argument("--force", action="store_true",
                         help="start over when the run folder holds a run of another experiment (name), "
                         "or use a non-empty folder that holds no a2c run")
@@ -110,8 +114,8 @@ def _run(args: argparse.Namespace) -> int:
     with generation_progress("generate", enabled=not args.no_progress):  # a bar per generate call
         with status("preparing the run (config, libraries, servers, models)"):  # seconds on a busy CPU
             # the config first: a mistake in it is reported before the pipeline's libraries load
-            config = apply_overrides(load_config(args.config), limit=args.limit, no_cache=args.no_cache,
-                                     dataset_path=args.dataset_path)
+            config = apply_overrides(load_config(args.config, overrides=args.settings), limit=args.limit,
+                                     no_cache=args.no_cache, dataset_path=args.dataset_path)
             from a2c.llm.model_names import check_generators
             from a2c.llm.server import check_servers
             from a2c.run.pipeline import run_experiment

@@ -51,7 +51,19 @@ def judge_options(name: str) -> set[str]:
 def validate_options(name: str, options: Mapping[str, Any]) -> JudgeOptions:
     """A judge's options checked by its `Options` model: unknown names first (each with the closest known
     one and the full list), then every value. Raises pydantic's `ValidationError` keyed by option, so a
-    config nests it under the judge's entry and reports `file:line: judges.0.threshold: ...`."""
+    config nests it under the judge's entry and reports `file:line: judges.0.threshold: ...`.
+
+    Args:
+        name: the judge's registry name (`JUDGES`).
+        options: its options by name.
+
+    Returns:
+        The judge's `Options` model.
+
+    Raises:
+        UnknownNameError: no judge has that name.
+        pydantic.ValidationError: an option is unknown or has a bad value.
+    """
     return cast(JudgeOptions, components.validate_options(JUDGES.get(name).Options, options, "judge"))
 
 
@@ -66,7 +78,19 @@ def checked_options(name: str, options: Mapping[str, Any]) -> JudgeOptions:
 
 def build_judge(name: str, **options: Any) -> Judge:
     """A judge by registry name with its options checked first; `llm` takes `generator=` (a `Generator`, or
-    `GeneratorConfig` fields)."""
+    `GeneratorConfig` fields).
+
+    Args:
+        name: the judge's registry name (`JUDGES`: exact, rouge1, ner, pp, entail, contra, llm, embedding).
+        **options: the judge's options (its `Options` model's fields).
+
+    Returns:
+        The judge, its model (if any) loaded on first use.
+
+    Raises:
+        UnknownNameError: no judge has that name.
+        OptionError: an option is unknown or has a bad value.
+    """
     return JUDGES.get(name)(checked_options(name, options))
 
 
@@ -118,7 +142,17 @@ def parse_preset(path: Path, name: str | None = None) -> JudgePreset:
 
 @cache
 def load_preset(name_or_path: str) -> JudgePreset:
-    """A shipped preset by name (`"offline"`, `"paper"`) or any preset file by path."""
+    """A shipped preset by name (`"offline"`, `"paper"`) or any preset file by path.
+
+    Args:
+        name_or_path: a shipped preset's name, or a `.yaml` file's path.
+
+    Returns:
+        The preset's name, description and judge specs (`JudgePreset.build` makes the judges).
+
+    Raises:
+        PresetError: no shipped preset has that name, or the file is not a valid preset.
+    """
     try:
         path, name = shipped_or_path(PRESETS_PACKAGE, name_or_path)
     except FileNotFoundError as exc:

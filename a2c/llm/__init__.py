@@ -41,7 +41,19 @@ def _build(config: GeneratorConfig) -> CachedGenerator:
 
 
 def build_generator(config: GeneratorConfig | None = None, **overrides: object) -> CachedGenerator:
-    """The generator for a config (fields may be given as keywords); one instance per process and config."""
+    """The generator for a config (fields may be given as keywords); one instance per process and config.
+
+    Args:
+        config: the generator's config; None builds one from `overrides` (the default backend and model
+            unless they say otherwise).
+        **overrides: config fields, set on `config` (a copy) or making the config.
+
+    Returns:
+        The backend wrapped in the request cache, the same instance for an equal config.
+
+    Raises:
+        pydantic.ValidationError: a field is unknown to the backend or has a bad value.
+    """
     if config is None:
         config = GeneratorConfig(**overrides)
     elif overrides:

@@ -106,7 +106,14 @@ class Generator(Protocol):
     def model(self) -> str: ...
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        """Answer every request, in order; one call per stage, batched by the backend."""
+        """Answer every request, in order; one call per stage, batched by the backend.
+
+        Args:
+            requests: the prompts with their sampling settings.
+
+        Returns:
+            One generation per request, in the order of `requests`.
+        """
         ...
 
 

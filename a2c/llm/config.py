@@ -333,7 +333,17 @@ _ANY_GENERATOR: TypeAdapter[AnyGeneratorConfig] = TypeAdapter(AnyGeneratorConfig
 
 def validate_generator(data: Any) -> GeneratorConfig:
     """A generator's fields (a mapping, as YAML gives it) as its backend's model; pydantic's
-    `ValidationError` keyed by option otherwise."""
+    `ValidationError` keyed by option otherwise.
+
+    Args:
+        data: the generator's fields, `backend` choosing the config model (the default backend without it).
+
+    Returns:
+        The backend's config model, validated.
+
+    Raises:
+        pydantic.ValidationError: a field is unknown to the backend or has a bad value.
+    """
     return _ANY_GENERATOR.validate_python(data)
 
 

@@ -74,7 +74,19 @@ def summarize(question: str, generations: Sequence[GenerationRow], choices: Sequ
               answer_field: AnswerField = "short", vote: str = DEFAULT_VOTE) -> Choice:
     """The vote over parsed choices (`ask_to_choose.vote`: the majority, ties: first chosen; `debiased`
     divides out the position prior of this question's own replies), with agreement before and after
-    choosing."""
+    choosing.
+
+    Args:
+        question: the question asked.
+        generations: the rows of its candidate answers (Y_c then Y_t).
+        choices: its rank prompts' parsed replies.
+        answer_field: which answer of a generation is the candidate (`short` or `long`).
+        vote: the `VOTES` name electing the answer.
+
+    Returns:
+        The elected answer with the candidates, the choices and their lexical agreement, vote share and
+        number of unparsed replies.
+    """
     candidates = [g.answer(answer_field) for g in generations]
     chosen = [c.text for c in choices if c.text is not None]
     answer, share = elect(vote, ballots(choices), question_prior(vote, choices))

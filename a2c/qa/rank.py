@@ -41,6 +41,15 @@ class RankOptions:
 
     @classmethod
     def build(cls, candidates: Sequence[str], idk_text: str = DEFAULT_IDK_TEXT) -> RankOptions:
+        """The options of one source's candidates, equal texts (after normalisation) shown once.
+
+        Args:
+            candidates: the candidate answers, in the order they were made (an empty one shows nothing).
+            idk_text: the "I don't know" option's text.
+
+        Returns:
+            The options in first-seen order, with each candidate's option.
+        """
         seen: dict[str, int] = {}
         options: list[str] = []
         mapping: list[int | None] = []
@@ -83,12 +92,24 @@ class RankOptions:
         return len(self.options)
 
     def render(self) -> str:
+        """The numbered list the rank prompt shows, "I don't know" last, each option on one line.
+
+        Returns:
+            One `N. text` line per option, the options' inner whitespace collapsed.
+        """
         shown = (*self.options, self.idk_text)
         lines = [f"{i + 1}. {' '.join(text.split())}" for i, text in enumerate(shown)]
         return "\n".join(lines)
 
     def candidates_of(self, option: int) -> tuple[int, ...]:
-        """The candidate indices merged into one option: where a choice maps back to."""
+        """The candidate indices merged into one option: where a choice maps back to.
+
+        Args:
+            option: a 0-based option index.
+
+        Returns:
+            The indices of the candidates shown as that option, in order (none for "I don't know").
+        """
         return tuple(i for i, o in enumerate(self.candidate_option) if o == option)
 
 
@@ -135,6 +156,13 @@ def parse_reply(reply: str, options: RankOptions) -> ParsedReply:
     option's text is that option ("2 legs" is not option 2); then a leading number or letter, "Option 3" /
     "the answer is B", an option's text inside the reply, and "I don't know". Numbers out of range are
     never guessed at. Only the first line counts: later lines are the model rambling on.
+
+    Args:
+        reply: the model's reply to the rank prompt.
+        options: the options the prompt showed.
+
+    Returns:
+        The 0-based option named (`options.idk_index` for "I don't know"), or None, and how it was read.
     """
     lines = reply.strip().splitlines()
     first = lines[0].strip() if lines else ""
@@ -165,7 +193,20 @@ def parse_reply(reply: str, options: RankOptions) -> ParsedReply:
 
 def rank_request(question: str, options: RankOptions, *, temperature: float, top_p: float, seed: int | None,
                  max_tokens: int = 8, template: str = "rank") -> GenerationRequest:
-    """One rank prompt as chat turns; a short reply budget, since one option number is wanted."""
+    """One rank prompt as chat turns; a short reply budget, since one option number is wanted.
+
+    Args:
+        question: the question shown (q or a paraphrase of it).
+        options: the options listed under it.
+        temperature: the sampling temperature of the reply.
+        top_p: nucleus sampling's p (1.0 at temperature 0, where it does nothing).
+        seed: the sampling seed; None leaves it to the backend.
+        max_tokens: the reply's token budget.
+        template: the prompt template's name (or `.yaml` path).
+
+    Returns:
+        The request, stopping at the first newline.
+    """
     messages = load_template(template).messages(question=question, options=options.render(),
                                                 idk=options.idk_text)
     return GenerationRequest(messages=messages, temperature=temperature,
@@ -210,7 +251,14 @@ class RankChoice:
         return self.item.options.candidates_of(self.parsed.option)[0]
 
     def row(self, question_id: str) -> ChoiceRow:
-        """What `choices.jsonl` keeps of this choice."""
+        """What `choices.jsonl` keeps of this choice.
+
+        Args:
+            question_id: the question's id in the run.
+
+        Returns:
+            The row: the prompt shown, its options, the reply and the option and text it maps to.
+        """
         item = self.item
         order = item.options.order
         return ChoiceRow(id=question_id, source=item.source, slot=item.slot,
@@ -227,6 +275,20 @@ def rank_items(question_index: int, question: str, source: Source, shown_questio
     in the order `option_order` gives that slot (`fixed`: first seen, in every slot).
 
     No candidates (every paraphrase failed, every answer empty) means nothing to choose from: no items.
+
+    Args:
+        question_index: the question's position in the batch.
+        question: the original question q.
+        source: which candidates these are (`paraphrase`: Y_c, `temperature`: Y_t).
+        shown_questions: the question each slot shows.
+        candidates: the source's candidate answers.
+        temperatures: the temperature each slot ranks at, one per shown question.
+        seed: the run's seed, from which each slot's own seed and option order are drawn.
+        idk_text: the "I don't know" option's text.
+        option_order: how each slot lists the options (`fixed`, `shuffled`, `cyclic`).
+
+    Returns:
+        One rank item per slot, none when no candidate has text.
     """
     options = RankOptions.build(candidates, idk_text)
     if not options.options:
@@ -244,7 +306,17 @@ def rank_items(question_index: int, question: str, source: Source, shown_questio
 
 def choose(generator: Generator, items: Sequence[RankItem], *, top_p: float = 0.9,
            max_tokens: int = 8) -> list[RankChoice]:
-    """Ask every rank prompt of the whole dataset in one batched generate call."""
+    """Ask every rank prompt of the whole dataset in one batched generate call.
+
+    Args:
+        generator: the main model.
+        items: the rank prompts (`rank_items`).
+        top_p: nucleus sampling's p for the sampled slots.
+        max_tokens: each reply's token budget.
+
+    Returns:
+        One parsed choice per item, in order.
+    """
     requests = [rank_request(it.shown_question, it.options, temperature=it.temperature, top_p=top_p,
                              seed=it.seed, max_tokens=max_tokens) for it in items]
     generations = generator.generate(requests) if requests else []
@@ -254,7 +326,14 @@ def choose(generator: Generator, items: Sequence[RankItem], *, top_p: float = 0.
 
 def majority_vote(chosen: Sequence[str]) -> tuple[str | None, float | None]:
     """The most chosen text (compared after normalisation; ties: the one chosen first) and its vote share;
-    (None, None) when nothing was chosen. A2C's one answer per question, in the wrapper and in a run."""
+    (None, None) when nothing was chosen. A2C's one answer per question, in the wrapper and in a run.
+
+    Args:
+        chosen: the texts chosen, in the order the prompts were asked.
+
+    Returns:
+        The elected text as first spelled and its share of the votes, or (None, None).
+    """
     if not chosen:
         return None, None
     votes = Counter(normalize(t) for t in chosen)
@@ -278,6 +357,24 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     `option_order` lists each prompt's options as first seen (`fixed`, the paper's) or moves them from
     slot to slot (`shuffled`, `cyclic`: `a2c.qa.option_order`). Returns the choices per question,
     paraphrase slots first.
+
+    Args:
+        generator: the main model: it paraphrases anew and answers the rank prompts.
+        questions: the original questions q.
+        y_c: per question, its answers to the first-stage paraphrases (Y_c).
+        y_t: per question, its sampled answers (Y_t).
+        t_slots: per question, the temperature each answer of Y_t was sampled at.
+        techniques: the in-context paraphrasing techniques, one fresh paraphrase each.
+        top_p: nucleus sampling's p.
+        seed: the run's seed.
+        rank_temperature: the temperature of the paraphrase slots' rank prompts.
+        max_tokens: each rank reply's token budget.
+        paraphrase_max_tokens: each fresh paraphrase's token budget.
+        idk_text: the "I don't know" option's text.
+        option_order: how each slot lists the options (`fixed`, `shuffled`, `cyclic`).
+
+    Returns:
+        Per question, its parsed choices: the paraphrase slots', then the temperature slots'.
     """
     fresh = paraphrase_questions(generator, list(questions), list(techniques),
                                  seed=stable_seed(seed, "a2c-fresh"), max_tokens=paraphrase_max_tokens)

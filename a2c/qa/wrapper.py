@@ -109,7 +109,19 @@ class AskToChoose:
 
     def answer(self, question: str, *, progress: bool = False) -> Choice:
         """One question. `progress`: a line on stderr as each stage starts and ends, and a bar per generate
-        call (a question takes minutes on a small CPU; without it nothing is printed)."""
+        call (a question takes minutes on a small CPU; without it nothing is printed).
+
+        Args:
+            question: the question asked.
+            progress: whether to report each stage and generate call on stderr.
+
+        Returns:
+            The chosen answer with its candidates, rank choices and consistency figures.
+
+        Raises:
+            CalibrationMismatch: the wrapper's calibration does not fit its model or settings.
+            SelectionError: a selection method cannot run here.
+        """
         log = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
         return self.answer_many([question], log=log, progress=progress)[0]
 
@@ -119,7 +131,22 @@ class AskToChoose:
         """Every question in one batched pass per step. With `judges`, the run's judges stage also scores
         the candidates of each source (one batched pass per judge), as `Choice.judged`; `built` gives those
         judges already built, by name (a server builds its judges once, not per pass). `log` gets a line as
-        each stage starts and ends; `progress` shows a bar per generate call."""
+        each stage starts and ends; `progress` shows a bar per generate call.
+
+        Args:
+            questions: the questions asked; none returns an empty list.
+            judges: the judges to score each source's candidates with (`Choice.judged`).
+            built: those judges already built, by name (the same names as `judges`).
+            log: called with a line as each stage starts and ends; None says nothing.
+            progress: whether to show a bar per generate call.
+
+        Returns:
+            One `Choice` per question, in order.
+
+        Raises:
+            CalibrationMismatch: the wrapper's calibration does not fit its model, settings or these judges.
+            SelectionError: a selection method needs a judge not given, or A2C turned off.
+        """
         asked = [Question(f"q{i}", q) for i, q in enumerate(questions)]
         if not asked:
             return []

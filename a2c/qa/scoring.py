@@ -119,19 +119,50 @@ def _register(name: str, label: str, options: type[SimilarityOptions] = Similari
 
 
 def similarity_label(name: str) -> str:
-    """The report's column name of a similarity (the name itself for one this a2c does not know)."""
+    """The report's column name of a similarity (the name itself for one this a2c does not know).
+
+    Args:
+        name: a similarity's registry name (`SIMILARITIES`).
+
+    Returns:
+        Its label, e.g. `R1-A` for `rouge1`.
+    """
     return SIMILARITIES.get(name).label if name in SIMILARITIES else name
 
 
 def similarity_options(name: str, options: Mapping[str, Any]) -> SimilarityOptions:
     """A similarity's options checked by its model (`a2c.common.components`, as for every named component):
     unknown names raise `UnknownNameError`, unknown options and bad values pydantic's `ValidationError` keyed
-    by option, so a config nests it under the entry (`accuracy.similarities.0.use_stemmer: ...`)."""
+    by option, so a config nests it under the entry (`accuracy.similarities.0.use_stemmer: ...`).
+
+    Args:
+        name: a similarity's registry name (`SIMILARITIES`).
+        options: its options by name.
+
+    Returns:
+        The similarity's options model.
+
+    Raises:
+        UnknownNameError: no similarity has that name.
+        pydantic.ValidationError: an option is unknown or has a bad value.
+    """
     return cast(SimilarityOptions, validate_options(SIMILARITIES.get(name).options, options, "similarity"))
 
 
 def checked_options(similarity: str, options: Mapping[str, Any]) -> SimilarityOptions:
-    """`similarity_options` with every problem as one `A2CError` line (unknown names: `UnknownNameError`)."""
+    """`similarity_options` with every problem as one `A2CError` line (unknown names: `UnknownNameError`).
+
+    Args:
+        similarity: a similarity's registry name (`SIMILARITIES`).
+        options: its options by name.
+
+    Returns:
+        The similarity's options model.
+
+    Raises:
+        UnknownNameError: no similarity has that name.
+        SimilarityError: an option is unknown or has a bad value.
+    """
     try:
         return similarity_options(similarity, options)
     except ValidationError as exc:
@@ -232,16 +263,36 @@ class ScoreColumns:
         return len(self.acc)
 
     def rows(self) -> list[TruthfulQAScores]:
+        """The scores one answer at a time, as `a2c.metrics.truthfulqa_scores` gives them.
+
+        Returns:
+            One (max_true, diff, acc) per answer, in order.
+        """
         return [TruthfulQAScores(*values) for values in
                 zip(self.max_true.tolist(), self.diff.tolist(), self.acc.tolist(), strict=True)]
 
     def take(self, index: np.ndarray | slice) -> ScoreColumns:
+        """Some answers' scores (or the same ones reordered or repeated), the three columns alike.
+
+        Args:
+            index: positions (an integer array) or a slice of the answers.
+
+        Returns:
+            The columns of those answers, in that order.
+        """
         return ScoreColumns(self.max_true[index], self.diff[index], self.acc[index])
 
     def set_means(self, sizes: np.ndarray) -> np.ndarray:
         """Per set (laid end to end, `sizes[i]` answers for set i), the means of its (max_true, diff, acc):
         a sets × 3 array, NaN for an empty set. The sets of one size are averaged together, each value the
-        float numpy's mean of that set's field alone gives (`_row_means`)."""
+        float numpy's mean of that set's field alone gives (`_row_means`).
+
+        Args:
+            sizes: the number of answers of each set, the sets in the order their answers are laid.
+
+        Returns:
+            A sets × 3 array of the means of max_true, diff and acc.
+        """
         fields = np.stack([self.max_true, self.diff, self.acc])  # 3 × answers
         starts = np.cumsum(sizes) - sizes
         means = np.full((len(sizes), 3), np.nan)
@@ -315,7 +366,22 @@ def _truthfulqa_columns(groups: Sequence[QuestionAnswers], matrices: Sequence[np
 def score_columns(similarities: Sequence[tuple[str, Mapping[str, Any]]], answers: Sequence[str],
                   records: Sequence[QARecord]) -> dict[str, ScoreColumns]:
     """TruthfulQA's (max_true, diff, acc) of `answers[i]` against `records[i]` under each (similarity,
-    options), as columns. The answers are grouped by question once for all the similarities."""
+    options), as columns. The answers are grouped by question once for all the similarities.
+
+    Args:
+        similarities: (registry name, options) of each similarity to score with.
+        answers: the answers scored.
+        records: the question each answer is to, one record per answer (the same object for the answers of
+            one question), each with its references.
+
+    Returns:
+        Similarity name → the three score columns, entry i for `answers[i]`.
+
+    Raises:
+        UnknownNameError: a similarity is not registered.
+        SimilarityError: an option is bad, the answers and records do not pair up, or a record has no
+            references to score against.
+    """
     settings = {name: checked_options(name, options) for name, options in similarities}
     if isinstance(answers, str) or len(answers) != len(records):
         raise SimilarityError(f"score_answers needs one record per answer, got {len(records)} records for "
@@ -334,5 +400,21 @@ def score_columns(similarities: Sequence[tuple[str, Mapping[str, Any]]], answers
 def score_answers(similarity: str, answers: Sequence[str], records: Sequence[QARecord], **options: Any
                   ) -> list[TruthfulQAScores]:
     """TruthfulQA's (max_true, diff, acc) of `answers[i]` against `records[i]` under a registered similarity,
-    with that similarity's `options` (e.g. `use_stemmer=True` for the ROUGEs, `model=` for bleurt)."""
+    with that similarity's `options` (e.g. `use_stemmer=True` for the ROUGEs, `model=` for bleurt).
+
+    Args:
+        similarity: the similarity's registry name (`SIMILARITIES`).
+        answers: the answers scored.
+        records: the question each answer is to, one record per answer (the same object for the answers of
+            one question), each with its references.
+        **options: the similarity's options.
+
+    Returns:
+        One (max_true, diff, acc) per answer, in order.
+
+    Raises:
+        UnknownNameError: the similarity is not registered.
+        SimilarityError: an option is bad, the answers and records do not pair up, or a record has no
+            references to score against.
+    """
     return score_columns([(similarity, options)], answers, records)[similarity].rows()

@@ -159,7 +159,11 @@ class RunResult:
     questions: dict[str, str] = field(default_factory=dict)  # id → question text
 
     def iter_metrics(self) -> Iterator[Row]:
-        """The per-item rows one at a time, from the run folder's file (none for a task without them)."""
+        """The per-item rows one at a time, from the run folder's file (none for a task without them).
+
+        Returns:
+            An iterator over the task's metric rows (QA: `MetricRow`), read as it goes.
+        """
         if self.task is None or self.task.metrics is None:
             return iter(())
         return RunFolder(self.folder).iter_rows(self.task.metrics)
@@ -171,16 +175,31 @@ class RunResult:
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """The metric rows flattened to one dict each, one at a time (QA: `<judge>_cons_sem`,
-        `<similarity>_acc`, ...; a question without references has no accuracy keys: absent, not zero)."""
+        `<similarity>_acc`, ...; a question without references has no accuracy keys: absent, not zero).
+
+        Returns:
+            An iterator over one flat dict per metric row, the item's text under its id.
+        """
         flatten = self.task.flatten if self.task is not None else None
         return (flatten(r, self.questions) for r in self.iter_metrics()) if flatten is not None else iter(())
 
     def records(self) -> list[dict[str, Any]]:
-        """`iter_records` as a list."""
+        """`iter_records` as a list.
+
+        Returns:
+            Every flattened metric row, in the file's order.
+        """
         return list(self.iter_records())
 
     def to_pandas(self) -> Any:
-        """The per-question metrics as a pandas DataFrame (needs pandas: `pip install 'a2c[data]'`)."""
+        """The per-question metrics as a pandas DataFrame (needs pandas: `pip install 'a2c[data]'`).
+
+        Returns:
+            A `pandas.DataFrame`, one row per record.
+
+        Raises:
+            PandasMissingError: pandas is not installed.
+        """
         try:
             import pandas as pd
         except ImportError:
@@ -189,6 +208,12 @@ class RunResult:
         return pd.DataFrame(self.iter_records())
 
     def totals(self) -> StageStats:
+        """The run's counts over its stages, for the summary table's total line.
+
+        Returns:
+            The wall time of the whole call and the sums of the stages' model calls, cache hits, tokens, cut
+            prompts and judge pairs (stages done earlier left out).
+        """
         total = StageStats(seconds=self.seconds)
         for s in self.stages.values():
             if not s.skipped:
@@ -197,6 +222,12 @@ class RunResult:
         return total
 
     def summary_table(self) -> str:
+        """What each stage cost, as the plain-text table `a2c run` prints at the end.
+
+        Returns:
+            One line per stage and a total line: seconds, model calls, cache hits, tokens, cut prompts and
+            judge pairs.
+        """
         lines = [f"{'stage':<14}{'seconds':>9}{'model calls':>13}{'cache hits':>12}{'tokens':>10}"
                  f"{'cut prompts':>13}{'judge pairs':>13}{'pair hits':>11}"]
         rows = [*self.stages.items(), ("total", self.totals())]
@@ -214,7 +245,24 @@ def run_experiment(config: RunConfig | str | Path, *, run_dir: str | Path | None
                    progress: bool = True, log: Callable[[str], None] | None = None) -> RunResult:
     """Run the stages of an experiment of any task (a config, or the path of its YAML file), reusing those
     whose slice and inputs are unchanged; `log` gets one line per stage saying whether it runs and why.
-    Returns per-stage wall time, calls, tokens, hits, the summary and, for QA, per-question typed rows."""
+    Returns per-stage wall time, calls, tokens, hits, the summary and, for QA, per-question typed rows.
+
+    Args:
+        config: the run's config, or the path of its YAML file (`task:` picks the task).
+        run_dir: the run folder; None uses the config's `output` (`runs/<name>` by default).
+        force: start over a folder holding a run of another experiment (only what a2c wrote is deleted).
+        progress: whether to show progress bars.
+        log: called with one line per stage (runs or reused, and why); None says nothing.
+
+    Returns:
+        The folder, each stage's stats, the task's summary and the items' texts.
+
+    Raises:
+        ConfigError: the config file is invalid, or it names a model that cannot be found.
+        RunFolderError: the folder holds another experiment's run (without `force`) or files a2c did not
+            write.
+        RunFolderBusyError: another a2c process holds the folder.
+    """
     started = time.perf_counter()
     if isinstance(config, str | Path):
         config = load_config(config)  # which checks the model names with the file's lines

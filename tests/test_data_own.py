@@ -104,9 +104,9 @@ def test_a_misnamed_column_fails_at_config_load_naming_file_column_and_columns(t
 
 @pytest.mark.parametrize(("rows", "message"), [
     ([{"q": "Fine?"}, {"q": "  "}], r"bad.jsonl:2: empty question \(column 'q'\)"),
-    ([{"q": "Fine?"}, {"q": "Half?", "c": ["yes"]}],
-     r"bad.jsonl:2: the row has correct references but no incorrect ones \(no `incorrect` column is mapped"),
-    ([{"q": "Half?", "c": "yes", "i": ""}], r"bad.jsonl:1: the row has correct .* \(column 'i' is empty\)"),
+    ([{"q": "Fine?"}, {"q": "Half?", "i": ["no"]}],
+     r"bad.jsonl:2: the row has incorrect references but no correct ones \(no `correct` column is mapped"),
+    ([{"q": "Half?", "c": "", "i": "no"}], r"bad.jsonl:1: the row has incorrect .* \(column 'c' is empty\)"),
     ([{"q": "A?", "id": "a"}, {"q": "B?"}], r"bad.jsonl:2: empty id \(column 'id'\)"),
     ([{"q": "Fine?", "c": [], "i": ["no"]}], r"bad.jsonl:1: the row has incorrect references but no correct"),
     ([{"q": ["a", "list"]}], r"bad.jsonl:1: column 'q' holds list"),
@@ -123,10 +123,19 @@ def test_a_malformed_row_fails_with_its_line(tmp_path, rows, message):
         load_records("file", path, columns=names)
 
 
+def test_gold_answers_without_incorrect_references_load(tmp_path):
+    """A gold-answer set (TriviaQA-like): the correct answers alone, for the gold-answer correctness rules;
+    a run under TruthfulQA's protocol refuses it (tests/test_correctness_run.py)."""
+    path = _jsonl(tmp_path / "gold.jsonl", [{"q": "Where?", "c": ["Paris", "in Paris"]}, {"q": "Why?"}])
+    first, second = load_records("file", path, columns={"question": "q", "correct": "c"})
+    assert first.correct == ("Paris", "in Paris") and first.incorrect == () and first.has_references
+    assert not second.has_references
+
+
 def test_a_malformed_csv_and_parquet_row_name_their_row(tmp_path):
     csv_path = tmp_path / "bad.csv"
-    csv_path.write_text("question,correct,incorrect\nFine?,,\nHalf?,yes,\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"bad.csv:3: the row has correct references"):
+    csv_path.write_text("question,correct,incorrect\nFine?,,\nHalf?,,no\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"bad.csv:3: the row has incorrect references"):
         load_records("file", csv_path)
     parquet = _parquet(tmp_path / "bad.parquet", [{"question": "Fine?"}, {"question": None}])
     with pytest.raises(DatasetError, match=r"bad.parquet:row 2: empty question"):

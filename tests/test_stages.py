@@ -119,13 +119,13 @@ def test_each_pick_gets_the_scores_of_its_own_text_scored_once_with_its_sets_ans
     them, so a picked answer is not scored a second time, and its row holds what scoring its text alone
     gives. The stand-in model of the scale runs picks both kinds."""
     scored: list[int] = []
-    real = stages.score_columns
+    real = stages.accuracy_columns
 
-    def counting(similarities, answers, records):
+    def counting(rule, rule_options, similarities, answers, records):
         scored.append(len(answers))
-        return real(similarities, answers, records)
+        return real(rule, rule_options, similarities, answers, records)
 
-    monkeypatch.setattr(stages, "score_columns", counting)
+    monkeypatch.setattr(stages, "accuracy_columns", counting)
     config = scale_config(tmp_path, 8)
     run_experiment(config, progress=False)
     folder = RunFolder(tmp_path / "run")

@@ -627,7 +627,7 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
                      folds: int = FOLDS, bins: int = 10, replicates: int = 1000, seed: int = 0
                      ) -> Calibration:
     """Fit a calibration on a finished run (module docstring)."""
-    sims = [s.name for s in config.accuracy.similarities]
+    sims = config.accuracy.columns
     similarity = similarity or default_similarity(sims)
     units = run_units(store, source, similarity, judges=[j.name for j in config.judges],
                       entropy_judge=config.entropy_judge_name, similarities=sims)

@@ -18,6 +18,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from a2c.common.components import ComponentSpec, expand
 from a2c.common.errors import A2CError, RenamedKeyWarning
@@ -141,12 +142,43 @@ class SimilarityConfig(ComponentSpec):
     bare_when_plain = True
 
 
+class CorrectnessConfig(ComponentSpec):
+    """The correctness rule by name with its options inline (`{name: token_f1, threshold: 0.6}`); a bare
+    name is the same with no options, written back as a bare name. Checked by the rule's options model
+    (`a2c.qa.correctness.CORRECTNESS_RULES`)."""
+
+    kind = "correctness rule"
+    registry_at = "a2c.qa.correctness:CORRECTNESS_RULES"
+    bare_when_plain = True
+
+
 class AccuracyConfig(StrictModel):
+    # when an answer is correct: truthfulqa (the benchmark's protocol, under each of `similarities`), or a
+    # gold-answer rule (exact_match, token_f1, rouge_l), which needs no incorrect references and scores one
+    # column named by the rule; options inline, e.g. {name: token_f1, threshold: 0.6}
+    rule: CorrectnessConfig = Field(default_factory=lambda: CorrectnessConfig.default("truthfulqa"))
     # answer-vs-reference similarities (SPEC §4), each a name or {name, options}: rouge1 (R1-A), rouge2,
-    # rougeL, bleu, bleurt, and embedding (the offline stand-in for BLEURT)
+    # rougeL, bleu, bleurt, and embedding (the offline stand-in for BLEURT); truthfulqa's only, so [] under
+    # a gold-answer rule
     similarities: list[SimilarityConfig] = Field(
-        default_factory=lambda: [SimilarityConfig.default("rouge1"), SimilarityConfig.default("embedding")],
-        min_length=1)
+        default_factory=lambda: [SimilarityConfig.default("rouge1"), SimilarityConfig.default("embedding")])
+
+    @field_validator("rule", mode="before")
+    @classmethod
+    def _bare_rule(cls, rule: Any) -> Any:
+        """`rule: token_f1` is short for `rule: {name: token_f1}`."""
+        return {"name": rule} if isinstance(rule, str) else rule
+
+    @field_validator("rule")
+    @classmethod
+    def _run_rule(cls, rule: CorrectnessConfig) -> CorrectnessConfig:
+        """In a run, TruthfulQA's similarities are `accuracy.similarities`, not the rule's options."""
+        named = sorted(set(rule.options) & {"similarity", "similarity_options"}) \
+            if rule.name == "truthfulqa" else []
+        if named:
+            raise ValueError(f"{', '.join(named)} is set by accuracy.similarities in a run; truthfulqa "
+                             "takes only threshold here")
+        return rule
 
     @field_validator("similarities", mode="before")
     @classmethod
@@ -156,11 +188,32 @@ class AccuracyConfig(StrictModel):
 
     @field_validator("similarities")
     @classmethod
-    def _distinct(cls, similarities: list[SimilarityConfig]) -> list[SimilarityConfig]:
+    def _distinct(cls, similarities: list[SimilarityConfig], info: ValidationInfo) -> list[SimilarityConfig]:
+        """Checked when given (a default is not): distinct names, at least one under TruthfulQA's protocol
+        and none under a gold-answer rule, which would leave them silently unused."""
         names = [s.name for s in similarities]
         if len(set(names)) != len(names):
             raise ValueError(f"similarities are listed twice: {names} (metrics are keyed by name)")
+        rule = info.data.get("rule")  # absent: the rule failed, and that is the error to show
+        if rule is not None and rule.name == "truthfulqa" and not similarities:
+            raise PydanticCustomError("too_short", "List should have at least 1 item (truthfulqa scores "
+                                      "under each similarity)")
+        if rule is not None and rule.name != "truthfulqa" and similarities:
+            raise ValueError(f"the rule {rule.name!r} scores against the gold answers alone, under no "
+                             "similarity; leave similarities out (or use rule: truthfulqa)")
         return similarities
+
+    @model_validator(mode="after")
+    def _no_similarities_for_gold_rules(self) -> AccuracyConfig:
+        """A gold-answer rule scores under no similarity: the default list becomes [], as written back."""
+        if self.rule.name != "truthfulqa" and self.similarities:
+            object.__setattr__(self, "similarities", [])  # frozen: set once, while validating
+        return self
+
+    @property
+    def columns(self) -> list[str]:
+        """The accuracy columns a run keeps: the similarities under truthfulqa, else the rule's name."""
+        return [s.name for s in self.similarities] if self.rule.name == "truthfulqa" else [self.rule.name]
 
 
 class SelectionConfig(ComponentSpec):

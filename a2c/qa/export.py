@@ -234,7 +234,7 @@ def sft_lines(run_dir: Path, settings: ExportSettings, counts: ExportCounts | No
     if settings.source not in SOURCE_CHOICES:
         raise ExportError(f"--source must be one of {', '.join(SOURCE_CHOICES)}, got {settings.source!r}")
     folder, config = _config(run_dir)
-    similarities = [s.name for s in config.accuracy.similarities]
+    similarities = config.accuracy.columns
     if settings.only_accurate is not None and settings.only_accurate not in similarities:
         raise ExportError(f"--only-accurate {settings.only_accurate}: not a similarity of the run {run_dir} "
                           f"(it scored {', '.join(similarities) or 'none'})")

@@ -27,6 +27,7 @@ from a2c.metrics.sets import chunk_judge_scores
 from a2c.prompting.paraphrase import paraphrase_questions
 from a2c.prompting.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.correctness.accuracy import accuracy_columns
 from a2c.qa.data import QARecord
 from a2c.qa.measures import chunk_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
@@ -57,7 +58,7 @@ from a2c.qa.rows import (
     Source,
     UncertaintyRow,
 )
-from a2c.qa.scoring import ScoreColumns, score_columns
+from a2c.qa.scoring import ScoreColumns
 from a2c.qa.selection import SelectionInputs, method_judges, method_settings, select
 from a2c.qa.selection_accuracy import SelectionAccuracy
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
@@ -197,6 +198,9 @@ def metrics_slice(config: ExperimentConfig) -> Slice:
                        "similarities": [s.model_dump(mode="json") for s in config.accuracy.similarities],
                        "thresholds": {s.name: s.options.get("threshold") for s in config.judges},
                        "entropy_judge": config.entropy_judge_name}
+    rule = config.accuracy.rule
+    if rule.name != "truthfulqa" or rule.options:  # the default rule leaves older runs' keys as they were
+        settings["correctness_rule"] = rule.model_dump(mode="json")
     if computed := [name for name, _, _ in computed_metrics()]:  # a newly registered metric recomputes
         settings["computed_metrics"] = computed
     return settings
@@ -382,10 +386,12 @@ def _set_means(per_answer: ScoreColumns, sizes: np.ndarray) -> list[Accuracy | N
 
 
 def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, ScoreColumns]:
-    """Every similarity's scores of the answers against their records, in one batched call."""
-    with status("accuracy: " + ", ".join(spec.name for spec in ctx.config.accuracy.similarities)):
-        return score_columns([(spec.name, spec.options) for spec in ctx.config.accuracy.similarities],
-                             answers, refs)
+    """Every accuracy column's scores of the answers against their records (the run's similarities under
+    TruthfulQA's protocol, or its gold-answer rule), in one batched call."""
+    accuracy = ctx.config.accuracy
+    with status("accuracy: " + ", ".join(accuracy.columns)):
+        return accuracy_columns(accuracy.rule.name, accuracy.rule.options,
+                                [(spec.name, spec.options) for spec in accuracy.similarities], answers, refs)
 
 
 class _SetFields(NamedTuple):
@@ -407,7 +413,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     the chunk's `picks` and what a random pick from each set would be (into `selection`)."""
     judges = ctx.judges()
     extra = computed_columns(list(judges))
-    sims = [spec.name for spec in ctx.config.accuracy.similarities]
+    sims = ctx.config.accuracy.columns
     # questions without references have no accuracy: they are left out here, their rows get none; the
     # referenced sets' answers are scored laid end to end, each set starting where the one before ends
     referenced_sets = [(q.id, s) for q in chunk if ctx.records[q.id].has_references for s in SOURCES]
@@ -481,7 +487,7 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
     for the whole run is a few numbers per set for the `random` rows."""
     phases = [p for p in PHASES if p == "before" or ctx.config.ask_to_choose.enabled]
     selection = SelectionAccuracy(ctx.questions, [m.name for m in ctx.config.selection_methods],
-                                  [spec.name for spec in ctx.config.accuracy.similarities])
+                                  ctx.config.accuracy.columns)
     with ctx.store.streams(METRICS.name, UNCERTAINTY.name) as (metrics_out, uncertainty_out), \
             ctx.store.item_rows(SELECTIONS, _ids(ctx.questions)) as picks:
         for p in phases:

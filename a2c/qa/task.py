@@ -11,6 +11,7 @@ from a2c.judges.presets import validate_options
 from a2c.models.embedded import encoder_location
 from a2c.qa.compare import COMPARER
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.correctness.accuracy import check_references
 from a2c.qa.data import QARecord, load_records
 from a2c.qa.headline import headline
 from a2c.qa.report import write_report
@@ -25,9 +26,12 @@ from a2c.system.hub import check_available
 
 
 def load_data(config: ExperimentConfig) -> list[QARecord]:
-    """The config's questions (the first `limit`), every row read and checked (columns, references)."""
+    """The config's questions (the first `limit`), every row read and checked (columns, references, and
+    that the correctness rule can score them)."""
     data = config.dataset
-    return load_records(data.name, data.path, config.limit, encoding=data.encoding, **data.settings())
+    records = load_records(data.name, data.path, config.limit, encoding=data.encoding, **data.settings())
+    check_references(config.accuracy.rule.name, records)
+    return records
 
 
 def check_data(config: ExperimentConfig) -> None:

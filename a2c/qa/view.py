@@ -4,8 +4,9 @@ accuracy, an agreement heatmap per judge and source with the clusters, every ran
 reply, its parse and the option chosen, and the question's metrics before and after Ask-to-Choose.
 
 Everything comes from the run's typed files; per-answer accuracy, which the run folds into per-set means,
-is scored again with the run's similarities (`score_columns`, the function the metrics stage calls), and
-clusters come from the stored matrices and each judge's threshold, as the metrics stage forms them.
+is scored again under the run's correctness rule (`accuracy_columns`, the function the metrics stage
+calls), and clusters come from the stored matrices and each judge's threshold, as the metrics stage forms
+them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from a2c.metrics import TruthfulQAScores
 from a2c.metrics.consistency import semantic_clusters
 from a2c.metrics.set_metrics import SET_METRICS
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.correctness.accuracy import accuracy_columns
 from a2c.qa.data import QARecord
 from a2c.qa.metric_columns import computed_columns, judge_label
 from a2c.qa.rank import majority_vote
@@ -56,7 +58,7 @@ from a2c.qa.rows import (
     Phase,
     Source,
 )
-from a2c.qa.scoring import score_columns, similarity_label
+from a2c.qa.scoring import similarity_label
 from a2c.qa.vote import DEFAULT_VOTE, ballots, elect, question_prior
 from a2c.run.runfiles import MatrixSet, R, RowsFile
 from a2c.run.store import Store
@@ -142,8 +144,8 @@ def _judges(config: ExperimentConfig) -> dict[str, Judge]:
 
 def answer_scores(config: ExperimentConfig, records: dict[str, QARecord],
                   generations: dict[str, list[GenerationRow]], choices: dict[str, list[ChoiceRow]]) -> Scores:
-    """TruthfulQA's scores of every distinct answer and chosen text of each referenced question, under every
-    similarity of the run, on the answer field the run scored."""
+    """The accuracy scores of every distinct answer and chosen text of each referenced question, in every
+    accuracy column of the run (its similarities, or its gold-answer rule), on the answer field it scored."""
     field = config.variation.answer_field
     pairs = list(dict.fromkeys(
         [(g.id, g.answer(field)) for rows in generations.values() for g in rows]
@@ -151,8 +153,10 @@ def answer_scores(config: ExperimentConfig, records: dict[str, QARecord],
     pairs = [(qid, text) for qid, text in pairs if qid in records and records[qid].has_references]
     if not pairs:
         return {}
-    columns = score_columns([(spec.name, spec.options) for spec in config.accuracy.similarities],
-                            [t for _, t in pairs], [records[q] for q, _ in pairs])
+    accuracy = config.accuracy
+    columns = accuracy_columns(accuracy.rule.name, accuracy.rule.options,
+                               [(spec.name, spec.options) for spec in accuracy.similarities],
+                               [t for _, t in pairs], [records[q] for q, _ in pairs])
     return {name: dict(zip(pairs, found.rows(), strict=True)) for name, found in columns.items()}
 
 
@@ -237,7 +241,7 @@ def _columns(run: _Run, rows: Sequence[dict[str, Cell]]) -> tuple[Column, ...]:
                     Column("unparsed", "unparsed replies", "flag")]
     if run.paraphrases:
         columns.append(Column("failed_paraphrase", "failed paraphrases", "flag"))
-    metrics = [(f"acc.{s.name}", _similarity(s.name)) for s in run.config.accuracy.similarities]
+    metrics = [(f"acc.{name}", _similarity(name)) for name in run.config.accuracy.columns]
     cons_sem, entropy = SET_METRICS.get("cons_sem"), SET_METRICS.get("entropy")
     metrics += [(f"cons_sem.{j.name}", f"{judge_label(j.name)} {cons_sem.label}") for j in run.config.judges]
     metrics.append(("entropy", f"{entropy.label} ({judge_label(run.config.entropy_judge_name)})"))
@@ -300,7 +304,7 @@ def _score_text(run: _Run, qid: str, similarity: str, text: str | None) -> str:
 
 
 def _answers_section(run: _Run, qid: str) -> Section:
-    sims = [s.name for s in run.config.accuracy.similarities] if run.scores else []
+    sims = run.config.accuracy.columns if run.scores else []
     header = ["answer", "source", "technique", "temperature", "asked", "long", "short",
               *[_similarity(s) for s in sims]]
     rows = [[_label(g.source, g.slot), SOURCE_LABELS[g.source].table, g.technique or "", f"{g.temperature:g}",
@@ -361,7 +365,7 @@ def _rank_prompts(run: _Run, qid: str) -> tuple[Section, ...]:
                + (f", vote share {share:.2f}" if share is not None else "") + f"): {after or 'none'}. "
                f"The majority over the answers before A2C: {before or 'none'}.")
     idk = run.config.ask_to_choose.idk_text
-    first = run.config.accuracy.similarities[0].name if run.scores else None
+    first = run.config.accuracy.columns[0] if run.scores else None
     header = ["prompt", "question shown", "temperature", "options", "raw reply", "read as", "chosen",
               *([_similarity(first)] if first else [])]
     rows, marks = [], []

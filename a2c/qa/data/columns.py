@@ -99,7 +99,7 @@ def _list(row: Row, column: str | None, separator: str) -> tuple[str, ...]:
 def record_from_row(row: Row, columns: Mapping[str, str], *, index: int, id_prefix: str,
                     separator: str = ";") -> QARecord:
     """One row as a record, or a DatasetError at `row.where` saying what is wrong. The best answer joins the
-    correct references (as TruthfulQA scores it); a row has both kinds of reference or neither."""
+    correct references (as TruthfulQA scores it); a row with incorrect references has correct ones too."""
     question = _text(row, columns["question"])
     if is_blank(question):  # zero-width spaces, NBSP, tabs or NUL alone ask nothing
         raise DatasetError(f"{row.where}: empty question (column {columns['question']!r}"
@@ -112,12 +112,12 @@ def record_from_row(row: Row, columns: Mapping[str, str], *, index: int, id_pref
     incorrect = _list(row, columns.get("incorrect"), separator)
     if best is not None:
         correct = with_best(best, correct)
-    if bool(correct) != bool(incorrect):
-        have, lack = ("correct", "incorrect") if correct else ("incorrect", "correct")
-        where = f"column {columns[lack]!r} is empty" if lack in columns else f"no `{lack}` column is mapped"
-        raise DatasetError(f"{row.where}: the row has {have} references but no {lack} ones ({where}); "
-                           "accuracy compares the best correct with the best incorrect reference, so give "
-                           "both, or neither for a question without references")
+    if incorrect and not correct:
+        where = f"column {columns['correct']!r} is empty" if "correct" in columns \
+            else "no `correct` column is mapped"
+        raise DatasetError(f"{row.where}: the row has incorrect references but no correct ones ({where}); "
+                           "every correctness rule scores against the correct ones, so give them, or "
+                           "neither for a question without references")
     return QARecord(id=qid, question=question, best_answer=best, correct=correct, incorrect=incorrect,
                     category=_text(row, columns.get("category")))
 

@@ -11,8 +11,10 @@ class QARecord:
     """A question and its references; `correct` includes the best answer (SPEC §4 scores against both).
 
     Your own questions may come without references (both lists empty): consistency and Ask-to-Choose need
-    none, only accuracy does, and TruthfulQA's protocol compares the best true with the best false
-    reference, so a record has both kinds of reference or neither.
+    none, only accuracy does. A gold-answer set gives `correct` alone (its gold answer and aliases), which
+    the gold-answer correctness rules score; TruthfulQA's protocol also needs `incorrect`, and a run under
+    it refuses a question without (`a2c.qa.correctness.check_references`). Incorrect references without
+    correct ones are refused here: no rule can use them.
     """
 
     id: str
@@ -25,10 +27,9 @@ class QARecord:
     def __post_init__(self) -> None:
         if not self.question.strip():
             raise ValueError(f"record {self.id}: empty question")
-        if bool(self.correct) != bool(self.incorrect):
-            raise ValueError(f"record {self.id}: has {'correct' if self.correct else 'incorrect'} references "
-                             "but no " + ("incorrect" if self.correct else "correct") + " ones; accuracy "
-                             "needs both (or give neither)")
+        if self.incorrect and not self.correct:
+            raise ValueError(f"record {self.id}: has incorrect references but no correct ones; accuracy "
+                             "needs the correct ones (or give neither)")
 
     @property
     def has_references(self) -> bool:

@@ -276,6 +276,7 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     from a2c.qa.data import DATASETS
     from a2c.qa.scoring import SIMILARITIES
     from a2c.qa.selection import SELECTION_METHODS
+    from a2c.qa.vote import VOTES
     from a2c.run.tasks import TASKS
 
     yield ("Tasks (`task:`)", "a2c.run.tasks.TASKS",
@@ -288,6 +289,8 @@ def registries() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
     yield ("Selection methods (`selection:`)", "a2c.qa.selection.SELECTION_METHODS",
            [(n, f"{m.label}: {_first_line(vars(m.options).get('__doc__'))}".rstrip(": "))
             for n, m in SELECTION_METHODS.items()])
+    yield ("Ask-to-Choose votes (`ask_to_choose.vote:`)", "a2c.qa.vote.VOTES",
+           [(n, v.description) for n, v in VOTES.items()])
     yield ("Uncertainty measures (report and `selection`)", "a2c.metrics.uncertainty.UNCERTAINTY_MEASURES",
            [(n, f"{m.label} ({m.kind}, from {m.statistic} matrices): "
                 f"{_first_line(m.function.__doc__)}") for n, m in UNCERTAINTY_MEASURES.items()])

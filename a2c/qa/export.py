@@ -153,12 +153,14 @@ def _picks(folder: RunFolder, vote: str = DEFAULT_VOTE) -> dict[tuple[str, Sourc
     "don't know" when a reply of that text took the last option."""
     chosen: dict[tuple[str, Source], list[tuple[str, bool]]] = {}
     rows: dict[tuple[str, Source], list[ChoiceRow]] = {}
+    read: list[ChoiceRow] = []  # in file order, for the run's pooled prior
     for row in folder.iter_rows(CHOICES):
+        read.append(row)
         replies = chosen.setdefault((row.id, row.source), [])
         rows.setdefault((row.id, row.source), []).append(row)
         if row.text is not None:
             replies.append((row.text, row.dont_know))
-    prior = PositionPrior.of_rows(folder.iter_rows(CHOICES)) if VOTES.get(vote).uses_prior else None
+    prior = PositionPrior.of_rows(read) if VOTES.get(vote).uses_prior else None
     picks = {}
     for key, replies in chosen.items():
         if vote == DEFAULT_VOTE:

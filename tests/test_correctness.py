@@ -32,11 +32,13 @@ def _text(rng: random.Random) -> str:
 
 
 def test_the_built_in_rules_and_their_default_thresholds():
-    assert CORRECTNESS_RULES.names(plugins=False) == ["exact_match", "rouge_l", "token_f1", "truthfulqa"]
+    assert CORRECTNESS_RULES.names(plugins=False) == ["exact_match", "llm", "rouge_l", "token_f1",
+                                                      "truthfulqa"]
     thresholds = {n: (r.default_threshold, r.strict) for n, r in CORRECTNESS_RULES.items(plugins=False)}
     assert thresholds == {"exact_match": (1.0, False), "token_f1": (0.5, False), "rouge_l": (0.3, True),
-                          "truthfulqa": (0.0, True)}
+                          "truthfulqa": (0.0, True), "llm": (0.5, True)}
     assert [n for n, r in CORRECTNESS_RULES.items(plugins=False) if r.needs_incorrect] == ["truthfulqa"]
+    assert [n for n, r in CORRECTNESS_RULES.items(plugins=False) if r.takes_run_generator] == ["llm"]
 
 
 def test_listing_the_rules_loads_no_rule_and_no_numpy():

@@ -121,9 +121,9 @@ def test_each_pick_gets_the_scores_of_its_own_text_scored_once_with_its_sets_ans
     scored: list[int] = []
     real = stages.accuracy_columns
 
-    def counting(rule, rule_options, similarities, answers, records):
+    def counting(rule, rule_options, similarities, answers, records, **given):
         scored.append(len(answers))
-        return real(rule, rule_options, similarities, answers, records)
+        return real(rule, rule_options, similarities, answers, records, **given)
 
     monkeypatch.setattr(stages, "accuracy_columns", counting)
     config = scale_config(tmp_path, 8)

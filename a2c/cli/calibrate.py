@@ -60,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap", type=whole_number(2), default=1000,
                         help="bootstrap resamples for the intervals (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="folds, halves and resamples (default 0)")
+    parser.add_argument("--label", metavar="METHOD",
+                        help="whose picks' accuracy is the label: a2c (A2C's answer) or main (a samples "
+                        "run's main answer); default a2c, or main for a run without A2C's picks")
     parser.set_defaults(handler=_calibrate)
 
 
@@ -74,7 +77,7 @@ def _interval(item: object) -> str:
 def _calibrate(args: argparse.Namespace) -> int:
     from a2c.cli.outputs import check_output_file
     from a2c.common.errors import A2CError
-    from a2c.qa.calibration import calibration_file, write_calibration
+    from a2c.qa.calibration import calibration_file, default_label, write_calibration
     from a2c.qa.config import ExperimentConfig
     from a2c.run.open_run import stored_run
     from a2c.run.pipeline import CALIBRATION_FILE
@@ -90,10 +93,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     made = calibration_file(run.folder, config, source=args.source, similarity=args.similarity,
                             method=args.method, signal=args.signal, max_risk=args.max_risk, delta=args.delta,
                             min_confidence=args.min_confidence, folds=args.folds, bins=args.bins,
-                            replicates=args.bootstrap, seed=args.seed)
+                            replicates=args.bootstrap, seed=args.seed,
+                            label=args.label or default_label(config))
     write_calibration(made, output)
     oos = made.out_of_sample
-    print(f"signal: {made.signal} ({made.source}, {made.method}; accuracy under {made.similarity}), "
+    print(f"signal: {made.signal} ({made.source}, {made.method}; accuracy of the {made.label} picks under "
+          f"{made.similarity}), "
           f"fitted on {plural(made.units, 'question')} ({made.dropped} left out)")
     print(f"out of sample ({oos.folds}-fold cross-fitting, 95% bootstrap intervals over questions):")
     print(f"  always answering: risk {1 - oos.accuracy:.3f}")

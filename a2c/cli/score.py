@@ -109,15 +109,13 @@ def _text(row: Row, column: str) -> str | None:
     return value
 
 
-def _spaces(text: str) -> str:
-    return " ".join(text.split())
-
-
 def match_rows(rows: Sequence[Row], records: Sequence[Any], answer_column: str, question_column: str
                ) -> tuple[list[tuple[Any, str]], list[Row]]:
-    """(record, answer) of every row whose question is known, and the rows whose question is not."""
-    by_id = {r.id: r for r in records}
-    by_question = {_spaces(r.question): r for r in records}
+    """(record, answer) of every row whose question is known, and the rows whose question is not: found by id,
+    else by text, as a samples run finds its questions' references (`a2c.qa.data.samples.QuestionIndex`)."""
+    from a2c.qa.data.samples import QuestionIndex
+
+    index = QuestionIndex(records)
     matched, unknown = [], []
     for row in rows:
         answer = row.values.get(answer_column)
@@ -129,8 +127,7 @@ def match_rows(rows: Sequence[Row], records: Sequence[Any], answer_column: str, 
         if ident is None and question is None:
             raise ScoreInputError(f"{row.where}: row has neither 'id' nor {question_column!r} "
                                   "(set --question-column to the question's column)")
-        record = by_id.get(ident) if isinstance(ident, str) else None
-        record = record or (by_question.get(_spaces(question)) if question is not None else None)
+        record = index.find(ident, question)
         if record is None:
             unknown.append(row)
         else:
@@ -179,7 +176,8 @@ def _load_questions(dataset: str, path: Path | None) -> list[Any]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from a2c.scoring import score_columns, similarity_label
+    from a2c.qa.correctness.accuracy import TRUTHFULQA, accuracy_columns
+    from a2c.scoring import similarity_label
 
     # a typo in a name or an option fails here, before any file or dataset is read
     parsed = [_similarity(s) for s in args.similarities or DEFAULT_SIMILARITIES]
@@ -199,7 +197,9 @@ def _score(args: argparse.Namespace) -> int:
     if unknown:
         _warn_unknown(unknown, len(rows), args.dataset, args.question_column)
     answers, refs = [a for _, a in matched], [r for r, _ in matched]
-    scores = {name: columns.rows() for name, columns in score_columns(specs, answers, refs).items()}
+    # the function a run's metrics stage scores with (TruthfulQA's protocol), so the two cannot diverge
+    scores = {name: columns.rows()
+              for name, columns in accuracy_columns(TRUTHFULQA, {}, specs, answers, refs).items()}
     means = {name: {key: sum(s[j] for s in values) / len(values) for j, key in enumerate(KEYS)}
              for name, values in scores.items()}
 

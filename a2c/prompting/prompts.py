@@ -120,6 +120,27 @@ def parse_template(path: Path, name: str | None = None) -> PromptTemplate:
     return PromptTemplate(name or path.stem, path, tuple(fields), system, tuple(examples), data["user"], pad)
 
 
+def with_context(messages: tuple[Message, ...], context: str) -> tuple[Message, ...]:
+    """The turns with `context` (a passage, a story and its conversation so far) shown before the final
+    user turn's text, which asks the question; no context leaves the turns as they are. Prepended rather
+    than templated, so every template shows a question's context the same way and a prompt without one
+    is byte for byte the template's.
+
+    Args:
+        messages: rendered turns ending with the user turn that asks the question.
+        context: the text the question is asked with; "" for none.
+
+    Returns:
+        The turns, the last one starting with the context and a blank line.
+    """
+    if not context:
+        return messages
+    last = messages[-1]
+    if last.role != "user":
+        raise TemplateError(f"a context goes before the final user turn, but the last turn is {last.role!r}")
+    return (*messages[:-1], Message("user", f"{context}\n\n{last.content}"))
+
+
 @cache
 def load_template(name_or_path: str) -> PromptTemplate:
     """A shipped template by name (`"rank"`) or any template file by path (`"my/rank.yaml"`)."""

@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from a2c.common.errors import A2CError
@@ -69,6 +77,7 @@ from a2c.run.stage import json_digest
 from a2c.run.store import Store
 
 CALIBRATION_FORMAT: Final = "a2c-calibration"
+A2C_LABEL: Final = "a2c"  # whose answers are labelled unless told otherwise: A2C's picks
 CALIBRATION_VERSION: Final = 1
 FOLDS = 5  # cross-fitting and the cross-validated AURC of the signal choice
 # the files the run digest covers
@@ -167,14 +176,29 @@ def default_similarity(similarities: Sequence[str]) -> str:
     return "rouge1" if "rouge1" in similarities else similarities[0]
 
 
+def default_label(config: ExperimentConfig) -> str:
+    """A2C's picks where the run made them, else a samples run's main answers (`main`).
+
+    Args:
+        config: the run's config.
+
+    Returns:
+        The selection method whose picks `a2c calibrate` labels by default.
+    """
+    names = [spec.name for spec in config.selection_methods]
+    return A2C_LABEL if A2C_LABEL in names or "main" not in names else "main"
+
+
 def run_units(store: Store, source: Source, similarity: str, *, judges: Sequence[str], entropy_judge: str,
-              similarities: Sequence[str]) -> Units:
-    """The labelled units of a finished run for one source: signals before A2C, the A2C answer's accuracy
-    (the run's judges, entropy judge and accuracy similarities as its config or summary lists them)."""
+              similarities: Sequence[str], label: str = A2C_LABEL) -> Units:
+    """The labelled units of a finished run for one source: signals before A2C, the accuracy of the pick of
+    `label` (A2C's answer by default; `main`: a samples file's main answer), with the run's judges, entropy
+    judge and accuracy similarities as its config or summary lists them."""
     if similarity not in similarities:
         raise CalibrationError(f"similarity {similarity!r} did not score this run (it scored "
                                f"{', '.join(similarities)})")
-    return units_of(RunColumns.read(store), source, similarity, judges=judges, entropy_judge=entropy_judge)
+    return units_of(RunColumns.read(store), source, similarity, judges=judges, entropy_judge=entropy_judge,
+                    label=label)
 
 
 @dataclass(frozen=True)
@@ -210,18 +234,22 @@ def _rows_by_id(columns: Columns, rows: np.ndarray) -> dict[str, int]:
 
 
 def units_of(run: RunColumns, source: Source, similarity: str, *, judges: Sequence[str],
-             entropy_judge: str) -> Units:
+             entropy_judge: str, label: str = A2C_LABEL) -> Units:
     """One source's labelled units of a run: the questions whose A2C answer has an accuracy under
     `similarity`, in the order of the selection scores, with every set-level signal of their answers
     before A2C, exactly as the signal table computes them."""
     metrics, uncertainty, picks = run.metrics, run.uncertainty, run.picks
     before = _rows_by_id(metrics, metrics.where(source, "before"))
     a2c_rows = picks.where(source)
-    a2c_rows = a2c_rows[picks.method[a2c_rows] == (picks.methods.index("a2c") if "a2c" in picks.methods
+    a2c_rows = a2c_rows[picks.method[a2c_rows] == (picks.methods.index(label) if label in picks.methods
                                                    else -1)]
     if not len(a2c_rows):
+        if label != A2C_LABEL:
+            raise CalibrationError(f"{run.store.where(SELECTION_SCORES.name)} holds no {label!r} picks for "
+                                   f"source {source!r}: the run needs `{label}` among its selection methods")
         raise CalibrationError(f"{run.store.where(SELECTION_SCORES.name)} holds no A2C answers for source "
-                               f"{source!r}: the run needs `selection: [a2c]` (the default) and a2c enabled")
+                               f"{source!r}: the run needs `selection: [a2c]` (the default) and a2c enabled",
+                               hint="a run without A2C (a samples run) labels its main answers: --label main")
     accuracy = picks.accuracy(similarity)
     labelled = [(qid, accuracy[r]) for qid, r in _rows_by_id(picks, a2c_rows).items()
                 if picks.picked[r] and qid in before and not math.isnan(accuracy[r])]
@@ -484,6 +512,16 @@ class Calibration(_Model):
     signals_cv_aurc: dict[str, Probability]  # the candidates and their cross-validated AURC
     out_of_sample: OutOfSample
     run: RunRecord
+    # the selection method whose picks were labelled: A2C's answers, or a samples file's main answers
+    # (`main`); written only when not A2C's, so files of A2C's labels read as they were written before
+    label: str = A2C_LABEL
+
+    @model_serializer(mode="wrap")
+    def _a2c_label_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.label == A2C_LABEL:
+            data.pop("label", None)
+        return data
 
     @field_validator("version", mode="before")
     @classmethod
@@ -624,13 +662,14 @@ def run_record(store: Store, config: ExperimentConfig, questions: int) -> RunRec
 def calibration_file(store: Store, config: ExperimentConfig, *, source: Source = "paraphrase",
                      similarity: str | None = None, method: str = "isotonic", signal: str | None = None,
                      max_risk: float | None = None, delta: float = 0.1, min_confidence: float = 0.5,
-                     folds: int = FOLDS, bins: int = 10, replicates: int = 1000, seed: int = 0
-                     ) -> Calibration:
-    """Fit a calibration on a finished run (module docstring)."""
+                     folds: int = FOLDS, bins: int = 10, replicates: int = 1000, seed: int = 0,
+                     label: str = A2C_LABEL) -> Calibration:
+    """Fit a calibration on a finished run (module docstring); `label` is the selection method whose picks'
+    accuracy is the label (`a2c`; `main`, a samples run's main answers)."""
     sims = config.accuracy.columns
     similarity = similarity or default_similarity(sims)
     units = run_units(store, source, similarity, judges=[j.name for j in config.judges],
-                      entropy_judge=config.entropy_judge_name, similarities=sims)
+                      entropy_judge=config.entropy_judge_name, similarities=sims, label=label)
     # with risk control the signal is chosen on the fitting half only: the tested half's labels choose nothing
     choosing = units if max_risk is None else units.subset(~split_halves(units.ids, seed))
     cv = signal_aurcs(choosing, method, folds=folds, seed=seed)
@@ -638,7 +677,7 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
         raise CalibrationError(f"unknown signal {signal!r}; this run has: {', '.join(units.signals)}")
     if signal is None and not cv:
         elsewhere = {other: _usable_elsewhere(store, config, other, similarity, sims,
-                                              halves=max_risk is not None, seed=seed)
+                                              halves=max_risk is not None, seed=seed, label=label)
                      for other in SOURCES if other != source}
         raise no_usable_signal(source, len(units.signals), elsewhere)
     chosen = signal or choose_signal(cv)
@@ -648,7 +687,8 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
                                f"source {source!r}: too few to fit and cross-fit ({2 * folds} at least)")
     if len(np.unique(part.correct)) < 2:
         every = "accurate" if part.correct[0] else "inaccurate"
-        raise CalibrationError(f"every A2C answer of source {source!r} is {every}: nothing to calibrate "
+        whose = "A2C answer" if label == A2C_LABEL else f"{label!r} pick"
+        raise CalibrationError(f"every {whose} of source {source!r} is {every}: nothing to calibrate "
                                "against")
     figures = out_of_sample(units, chosen, method, folds=folds, bins=bins, replicates=replicates, seed=seed)
     below: float | None = min_confidence
@@ -667,16 +707,17 @@ def calibration_file(store: Store, config: ExperimentConfig, *, source: Source =
         else None,
         method=fitted.kind, map=fitted, decline_below=below, rule=rule, risk_control=control,
         units=len(part.ids), dropped=units.dropped + len(units.ids) - len(part.ids), signals_cv_aurc=cv,
-        out_of_sample=figures, run=run_record(store, config, len(units.ids) + units.dropped))
+        out_of_sample=figures, run=run_record(store, config, len(units.ids) + units.dropped), label=label)
 
 
 def _usable_elsewhere(store: Store, config: ExperimentConfig, source: Source, similarity: str,
-                      similarities: Sequence[str], *, halves: bool, seed: int) -> list[str]:
+                      similarities: Sequence[str], *, halves: bool, seed: int, label: str = A2C_LABEL
+                      ) -> list[str]:
     """The usable signals of another source, on the units the signal would be chosen on there (the
     fitting half with risk control); none where that source has no labelled A2C answers."""
     try:
         units = run_units(store, source, similarity, judges=[j.name for j in config.judges],
-                          entropy_judge=config.entropy_judge_name, similarities=similarities)
+                          entropy_judge=config.entropy_judge_name, similarities=similarities, label=label)
     except CalibrationError:
         return []
     return usable_signals(units.subset(~split_halves(units.ids, seed)) if halves else units)

@@ -27,6 +27,7 @@ from a2c.display.viewdata import Image, Section, TableBlock, Text
 from a2c.metrics.bootstrap import PairedDifference, paired_difference_ci
 from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.correctness.accuracy import accuracy_label
 from a2c.qa.dont_know import OF_PICKS, heading, share_of_picks
 from a2c.qa.format_following import (
     FORMAT_FOLLOWING_NOTE,
@@ -56,7 +57,6 @@ from a2c.qa.rows import (
     SelectionRow,
     Source,
 )
-from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import QASummary, judge_label
 from a2c.run.runfiles import RunFile
 from a2c.run.store import RunFolder
@@ -83,7 +83,7 @@ def _accuracy(similarity: str) -> Metric:
         scores = row.accuracy.get(similarity)
         return scores.acc if scores else None
 
-    return Metric(f"acc.{similarity}", similarity_label(similarity).split(" ")[0], "accuracy", value)
+    return Metric(f"acc.{similarity}", accuracy_label(similarity).split(" ")[0], "accuracy", value)
 
 
 def _consistency(judge: str) -> Metric:

@@ -4,9 +4,9 @@ rest is said to be indistinguishable from 0."""
 
 from __future__ import annotations
 
+from a2c.qa.correctness.accuracy import accuracy_label
 from a2c.qa.dont_know import OF_CHOICES
 from a2c.qa.rows import SOURCE_LABELS, SOURCES
-from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import Difference, QASummary, SelectionSummary, judge_label
 
 VERDICTS = {"up": "better than", "down": "worse than", None: "not distinguishable from"}
@@ -23,7 +23,7 @@ def _changes(summary: QASummary) -> list[str]:
         change = summary.change(source)
         if change is None:
             continue
-        cells = [(similarity_label(s), d) for s, d in change.accuracy.items() if summary.referenced]
+        cells = [(accuracy_label(s), d) for s, d in change.accuracy.items() if summary.referenced]
         cells += [(f"{judge_label(j)} Cons_sem", d) for j, d in change.consistency.items()]
         cells += [(f"entropy ({judge_label(summary.entropy_judge)})", change.entropy)]
         clear = [_change(name, d) for name, d in cells if d.direction is not None and d.mean is not None]
@@ -42,7 +42,7 @@ def _dont_know(summary: QASummary) -> list[str]:
         if after is None or after.idk_share is None:
             continue
         change = summary.change(source)
-        rose = [similarity_label(s) for s, d in (change.accuracy.items() if change else ())
+        rose = [accuracy_label(s) for s, d in (change.accuracy.items() if change else ())
                 if summary.referenced and d.direction == "up"]
         line = (f"On {SOURCE_LABELS[source].prose}, {after.idk_share:.0%} of A2C's choices were the "
                 f"don't-know option (the {OF_CHOICES}: among the rank replies that named an option, those "
@@ -69,7 +69,7 @@ def _best_pickers(summary: QASummary) -> list[str]:
             continue
         best: SelectionSummary = max(rows, key=lambda r: r.accuracy[similarity].mean or 0.0)
         versus = best.vs_random.get(similarity)
-        label = similarity_label(similarity)
+        label = accuracy_label(similarity)
         if versus is None or versus.mean is None:
             found.append(f"The best picker on {SOURCE_LABELS[source].prose} is {best.label} ({label} "
                          f"{best.accuracy[similarity].mean:.3f}).")

@@ -25,6 +25,7 @@ from a2c.common.errors import A2CError, RenamedKeyWarning
 from a2c.common.files import DEFAULT_ENCODING, check_encoding
 from a2c.judges import JUDGES, JudgeSpec
 from a2c.qa.data.columns import ColumnMap
+from a2c.qa.data.samples import ReferenceDataset, SampleColumns
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.qa.option_order import OptionOrder
 from a2c.qa.vote import DEFAULT_VOTE, VOTES
@@ -49,6 +50,8 @@ class DatasetConfig(StrictModel):
     config: str | None = Field(None, min_length=1)  # hub dataset configuration (`hf`)
     split: str | None = Field(None, min_length=1)  # hub split (`hf`); None = the only one
     revision: str | None = Field(None, min_length=1)  # hub git revision (`hf`)
+    sample_columns: SampleColumns | None = None  # answer field → column name (`samples`)
+    references: ReferenceDataset | None = None  # where a samples file's questions get references (`samples`)
 
     @field_validator("name")
     @classmethod
@@ -62,6 +65,19 @@ class DatasetConfig(StrictModel):
     def _decodable(cls, encoding: str) -> str:
         return check_encoding(encoding)
 
+    @field_validator("references")
+    @classmethod
+    def _a_question_set(cls, refs: ReferenceDataset | None) -> ReferenceDataset | None:
+        """References come from a registered dataset of questions, not from another samples file."""
+        from a2c.qa.data import DATASETS
+
+        if refs is not None:
+            registered(DATASETS, refs.name)
+            check_encoding(refs.encoding)
+            if refs.name == "samples":
+                raise ValueError("references come from a dataset of questions, not another samples file")
+        return refs
+
     @model_validator(mode="after")
     def _settings_it_reads(self) -> DatasetConfig:
         from a2c.qa.data import DATASETS, given_settings
@@ -72,7 +88,8 @@ class DatasetConfig(StrictModel):
 
     def settings(self) -> dict[str, Any]:
         """The source settings besides name, path and encoding, as `a2c.qa.data.load_records` takes them."""
-        return {k: getattr(self, k) for k in ("columns", "separator", "config", "split", "revision")}
+        return {k: getattr(self, k) for k in ("columns", "separator", "config", "split", "revision",
+                                              "sample_columns", "references")}
 
 
 class TechniqueConfig(StrictModel):
@@ -297,9 +314,20 @@ def _local_dataset(data: Data) -> bool:
     return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
 
 
+def _local_references(data: Data) -> bool:
+    """`dataset.references.path` is a file unless that dataset is read from the hub."""
+    from a2c.qa.data import DATASETS
+
+    dataset = data.get("dataset")
+    refs = dataset.get("references") if isinstance(dataset, dict) else None
+    name = refs.get("name") if isinstance(refs, dict) else None
+    return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
+
+
 # the QA config keys that hold paths besides the core's, read from the config file's folder
 PATH_KEYS: tuple[PathKey, ...] = (
     PathKey(("dataset", "path"), "file", _local_dataset),
+    PathKey(("dataset", "references", "path"), "file", _local_references),
     PathKey(("judges",), "yaml"),  # a preset
     PathKey(("judges", "*", "cache"), "created"), PathKey(("judges", "*", "model"), "model"),
     PathKey(("judges", "*", "template"), "yaml"), *generator_keys("judges", "*", "generator"),
@@ -371,6 +399,31 @@ class ExperimentConfig(RunConfig):
             raise ValueError(f"judges are listed twice: {names}")
         if self.entropy_judge is not None and self.entropy_judge not in names:
             raise ValueError(f"entropy_judge {self.entropy_judge!r} is not among the judges {names}")
+        return self
+
+    @model_validator(mode="after")
+    def _own_samples(self) -> ExperimentConfig:
+        """A samples run asks no model unless told to: without a `generator:` section Ask-to-Choose is off
+        (as written back), and its default selection is the file's main answer (`main`), then A2C's pick
+        when A2C is on. `main` reads a samples file: any other dataset has no main answer."""
+        names = [s.name for s in self.selection]
+        if self.dataset.name != "samples":
+            if "main" in names:
+                raise ValueError("selection method main picks a samples file's main answer: it needs "
+                                 "dataset: {name: samples, ...}")
+            return self
+        given_a2c = "ask_to_choose" in self.model_fields_set \
+            and "enabled" in self.ask_to_choose.model_fields_set
+        if "generator" not in self.model_fields_set and not given_a2c and self.ask_to_choose.enabled:
+            if "selection" in self.model_fields_set and "a2c" in names:
+                raise ValueError("selection lists a2c, which asks the generator to choose; a samples run "
+                                 "asks no model unless `generator:` is given (or ask_to_choose.enabled: "
+                                 "true)")
+            off = self.ask_to_choose.model_copy(update={"enabled": False})
+            object.__setattr__(self, "ask_to_choose", off)
+        if "selection" not in self.model_fields_set:
+            picks = ["main", *(["a2c"] if self.ask_to_choose.enabled else [])]
+            object.__setattr__(self, "selection", [SelectionConfig.default(name) for name in picks])
         return self
 
     @property

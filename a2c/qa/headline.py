@@ -16,10 +16,10 @@ import sys
 import textwrap
 
 from a2c.common.wording import plural
+from a2c.qa.correctness.accuracy import accuracy_label
 from a2c.qa.dont_know import OF_CHOICES, heading
 from a2c.qa.metric_columns import judge_label
 from a2c.qa.report import TABLE_BEFORE_AFTER, before_after_table
-from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import QASummary
 
 __all__ = ["abridged_columns", "aligned", "fitted", "headline", "stacked"]
@@ -45,7 +45,7 @@ def abridged_columns(header: list[str], summary: QASummary) -> list[tuple[int, s
     """
     judge = judge_label(summary.entropy_judge)
     wanted = [("method", "method"),
-              *([(similarity_label(summary.similarities[0]), None)] if summary.similarities else []),
+              *([(accuracy_label(summary.similarities[0]), None)] if summary.similarities else []),
               (heading(OF_CHOICES), None), (judge, f"{judge} Cons_sem"),
               (f"Entropy ({judge}", f"Entropy ({judge})")]
     picks = []

@@ -16,7 +16,7 @@ from a2c.common.seeds import stable_seed
 from a2c.common.text import normalize
 from a2c.llm.base import GenerationRequest, Generator
 from a2c.prompting.paraphrase import DEFAULT_TECHNIQUES, Technique, paraphrase_questions
-from a2c.prompting.prompts import load_template
+from a2c.prompting.prompts import load_template, with_context
 from a2c.qa.idk import DEFAULT_IDK_TEXT
 from a2c.qa.option_order import OptionOrder, shown_order
 from a2c.qa.rows import ChoiceRow, ParseMethod, Source
@@ -192,7 +192,7 @@ def parse_reply(reply: str, options: RankOptions) -> ParsedReply:
 
 
 def rank_request(question: str, options: RankOptions, *, temperature: float, top_p: float, seed: int | None,
-                 max_tokens: int = 8, template: str = "rank") -> GenerationRequest:
+                 max_tokens: int = 8, template: str = "rank", passage: str = "") -> GenerationRequest:
     """One rank prompt as chat turns; a short reply budget, since one option number is wanted.
 
     Args:
@@ -203,12 +203,13 @@ def rank_request(question: str, options: RankOptions, *, temperature: float, top
         seed: the sampling seed; None leaves it to the backend.
         max_tokens: the reply's token budget.
         template: the prompt template's name (or `.yaml` path).
+        passage: the text the question is asked with (`QARecord.context`), shown before it; "" for none.
 
     Returns:
         The request, stopping at the first newline.
     """
-    messages = load_template(template).messages(question=question, options=options.render(),
-                                                idk=options.idk_text)
+    messages = with_context(load_template(template).messages(question=question, options=options.render(),
+                                                             idk=options.idk_text), passage)
     return GenerationRequest(messages=messages, temperature=temperature,
                              top_p=top_p if temperature > 0 else 1.0, max_tokens=max_tokens, seed=seed,
                              stop=("\n",))
@@ -225,6 +226,7 @@ class RankItem:
     options: RankOptions
     temperature: float
     seed: int
+    passage: str = ""  # what the question is asked with (`QARecord.context`), shown before it
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,8 @@ class RankChoice:
 
 def rank_items(question_index: int, question: str, source: Source, shown_questions: Sequence[str],
                candidates: Sequence[str], temperatures: Sequence[float], seed: int,
-               idk_text: str = DEFAULT_IDK_TEXT, option_order: OptionOrder = "fixed") -> list[RankItem]:
+               idk_text: str = DEFAULT_IDK_TEXT, option_order: OptionOrder = "fixed", passage: str = ""
+               ) -> list[RankItem]:
     """One item per slot; every slot of a source shows the same merged candidates (Y_c or Y_t), listed
     in the order `option_order` gives that slot (`fixed`: first seen, in every slot).
 
@@ -286,6 +289,7 @@ def rank_items(question_index: int, question: str, source: Source, shown_questio
         seed: the run's seed, from which each slot's own seed and option order are drawn.
         idk_text: the "I don't know" option's text.
         option_order: how each slot lists the options (`fixed`, `shuffled`, `cyclic`).
+        passage: the text the question is asked with (`QARecord.context`), shown before it.
 
     Returns:
         One rank item per slot, none when no candidate has text.
@@ -300,7 +304,7 @@ def rank_items(question_index: int, question: str, source: Source, shown_questio
                                             slot=slot))
 
     return [RankItem(question_index, source, slot, shown, listed(slot), temperature,
-                     seed=stable_seed(seed, question, source, slot))
+                     seed=stable_seed(seed, question, source, slot), passage=passage)
             for slot, (shown, temperature) in enumerate(zip(shown_questions, temperatures, strict=True))]
 
 
@@ -318,7 +322,7 @@ def choose(generator: Generator, items: Sequence[RankItem], *, top_p: float = 0.
         One parsed choice per item, in order.
     """
     requests = [rank_request(it.shown_question, it.options, temperature=it.temperature, top_p=top_p,
-                             seed=it.seed, max_tokens=max_tokens) for it in items]
+                             seed=it.seed, max_tokens=max_tokens, passage=it.passage) for it in items]
     generations = generator.generate(requests) if requests else []
     return [RankChoice(it, g.text, parse_reply(g.text, it.options))
             for it, g in zip(items, generations, strict=True)]
@@ -345,8 +349,8 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
                   y_t: Sequence[Sequence[str]], t_slots: Sequence[Sequence[float]], *,
                   techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, top_p: float = 0.9, seed: int = 0,
                   rank_temperature: float = 0.0, max_tokens: int = 8, paraphrase_max_tokens: int = 64,
-                  idk_text: str = DEFAULT_IDK_TEXT, option_order: OptionOrder = "fixed"
-                  ) -> list[list[RankChoice]]:
+                  idk_text: str = DEFAULT_IDK_TEXT, option_order: OptionOrder = "fixed",
+                  passages: Sequence[str] | None = None) -> list[list[RankChoice]]:
     """Algorithm 1, steps 3-5, for every question at once: two batched generate calls in total.
 
     Step 3 makes a fresh paraphrase q̃(c_i) per context with the main model (a seed the first-stage
@@ -372,6 +376,8 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
         paraphrase_max_tokens: each fresh paraphrase's token budget.
         idk_text: the "I don't know" option's text.
         option_order: how each slot lists the options (`fixed`, `shuffled`, `cyclic`).
+        passages: per question, the text it is asked with (`QARecord.context`), shown before it in
+            every rank prompt (the fresh paraphrases rephrase the question alone); None: none.
 
     Returns:
         Per question, its parsed choices: the paraphrase slots', then the temperature slots'.
@@ -381,11 +387,12 @@ def ask_to_choose(generator: Generator, questions: Sequence[str], y_c: Sequence[
     items: list[RankItem] = []
     for qi, question in enumerate(questions):
         shown = [p.text if p.ok else question for p in fresh[qi]]
+        passage = passages[qi] if passages is not None else ""
         items += rank_items(qi, question, "paraphrase", shown, y_c[qi], [rank_temperature] * len(shown), seed,
-                            idk_text, option_order)
+                            idk_text, option_order, passage)
         shown_t = [shown[j % len(shown)] for j in range(len(y_t[qi]))]
         items += rank_items(qi, question, "temperature", shown_t, y_t[qi], t_slots[qi], seed, idk_text,
-                            option_order)
+                            option_order, passage)
     per_question: list[list[RankChoice]] = [[] for _ in questions]
     for choice in choose(generator, items, top_p=top_p, max_tokens=max_tokens):
         per_question[choice.item.question_index].append(choice)

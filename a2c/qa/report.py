@@ -33,12 +33,13 @@ from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.conclusions import conclusions
+from a2c.qa.correctness.accuracy import accuracy_label
 from a2c.qa.dont_know import OF_CHOICES, OF_PICKS, heading
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
 from a2c.qa.rows import METRICS, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY, Source
-from a2c.qa.scoring import similarity_label
 from a2c.qa.summary import (
+    TRUTHFULQA_RULE,
     BeforeAfter,
     Difference,
     GroupSummary,
@@ -49,6 +50,7 @@ from a2c.qa.summary import (
     read_summary,
     signal_groups,
 )
+from a2c.qa.vote import DEFAULT_VOTE
 from a2c.run.runfiles import RunFile
 from a2c.run.store import Store
 
@@ -110,7 +112,7 @@ def before_after_table(summary: QASummary, *, bounds: bool = False) -> Table:
     judges, ent = summary.judges, summary.entropy_judge
     entropy, cons_lex = SET_METRICS.get("entropy"), SET_METRICS.get("cons_lex")
     columns: list[tuple[str, Callable[[GroupSummary], float | None], Callable[[BeforeAfter], Difference]]] = [
-        *[(similarity_label(s), lambda g, s=s: g.accuracy[s].acc.mean, lambda c, s=s: c.accuracy[s])
+        *[(accuracy_label(s), lambda g, s=s: g.accuracy[s].acc.mean, lambda c, s=s: c.accuracy[s])
           for s in sims],
         *[(judge_label(j), lambda g, j=j: g.consistency[j].mean, lambda c, j=j: c.consistency[j])
           for j in judges],
@@ -158,11 +160,11 @@ def selection_table(summary: QASummary, *, bounds: bool = False) -> Table:
     with_a2c = any(r.method == "a2c" for r in summary.selection)
     comparisons: list[tuple[str, Callable[[SelectionSummary], dict[str, Difference]]]] = [
         ("random", lambda r: r.vs_random), *([("A2C", lambda r: r.vs_a2c)] if with_a2c else [])]
-    header = ["method", "selection", *[similarity_label(s) for s in sims], heading(OF_PICKS), "picked",
+    header = ["method", "selection", *[accuracy_label(s) for s in sims], heading(OF_PICKS), "picked",
               "unparsed", "model calls / question"]
     for who, _ in comparisons:
         for s in sims:
-            name = f"{similarity_label(s).split(' ')[0]} − {who}"
+            name = f"{accuracy_label(s).split(' ')[0]} − {who}"
             header += [f"{name}", f"{name} low", f"{name} high"] if bounds else [f"{name} [95% CI]"]
     rows = []
     for r in summary.selection:
@@ -194,6 +196,8 @@ def counts_table(summary: QASummary) -> Table:
     counts = summary.counts
     rows = [["questions", str(counts.questions)],
             ["questions with references", str(counts.questions_with_references)]]
+    if counts.ungraded_sets is not None:
+        rows.append(["sets left ungraded (grader replies unread)", str(counts.ungraded_sets)])
     if counts.paraphrases is not None:
         rows += [["paraphrases", str(counts.paraphrases)],
                  ["paraphrases failed", str(counts.paraphrases_failed)]]
@@ -237,7 +241,7 @@ def metric_columns(metrics: MetricColumns, summary: QASummary) -> dict[str, np.n
     for c in summary.computed_columns():
         columns[c.signed_label] = c.metric.as_confidences(metrics.extra(c.key))
     for s in summary.similarities if summary.referenced else []:
-        columns[similarity_label(s).split(" ")[0]] = metrics.accuracy(s)
+        columns[accuracy_label(s).split(" ")[0]] = metrics.accuracy(s)
     return columns
 
 
@@ -316,8 +320,9 @@ def plot_accuracy_vs_consistency(metrics: MetricColumns, summary: QASummary) -> 
             ax.scatter([x], [y], s=140, marker=markers[g.phase], color=colours[g.method],
                        edgecolor="black", label=label)
     ax.set_xlabel(f"consistency ({judge_label(judge)} Cons_sem)")
-    ax.set_ylabel(f"accuracy ({similarity_label(sim).split(' ')[0]}: share of answers closer to a correct "
-                  "reference)", fontsize=8)
+    counted = "closer to a correct reference" if summary.accuracy_rule == TRUTHFULQA_RULE \
+        else f"correct under {summary.accuracy_rule}"
+    ax.set_ylabel(f"accuracy ({accuracy_label(sim).split(' ')[0]}: share of answers {counted})", fontsize=8)
     sample = (f"\n(each group: a seeded sample of {SCATTER_POINTS:,} sets drawn, of up to {largest:,})"
               if largest > SCATTER_POINTS else "")
     ax.set_title(f"{summary.name}: {summary.model}{sample}", fontsize=9)
@@ -459,6 +464,21 @@ def selection_section(summary: QASummary, table: Table) -> str:
 
 
 
+def _accuracy_phrase(summary: QASummary) -> str:
+    """What the accuracy columns count, by the run's correctness rule; and how A2C asked, where not the
+    paper's way (the default rule and order leave the sentence as it always read)."""
+    if summary.accuracy_rule == TRUTHFULQA_RULE:
+        text = ("Accuracy columns are the share of answers closer to a correct than to an incorrect "
+                "reference; ")
+    else:
+        text = (f"Accuracy columns are the share of answers correct under the `{summary.accuracy_rule}` rule "
+                "(the best over the gold answers, against its threshold); ")
+    if summary.option_order != "fixed" or summary.vote != DEFAULT_VOTE:
+        text = (f"Ask-to-Choose listed the options in `{summary.option_order}` order and elected by the "
+                f"`{summary.vote}` vote. " + text)
+    return text
+
+
 def write_report(store: Store, human_labels: Path | None = None) -> str:
     """(Re)write the tables (markdown + CSV), plots and report.md of a run; returns report.md's text."""
     if not store.exists(SUMMARY.name) or not store.exists(METRICS.name):
@@ -519,8 +539,7 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
             f"Model `{summary.model}`, {questions} questions.\n\n"
             + conclusions(summary)
             + "## Before → after Ask-to-Choose\n\n" + scope
-            + ("Accuracy columns are the share of answers closer to a correct than to an incorrect "
-               "reference; " if with_refs else "")
+            + (_accuracy_phrase(summary) if with_refs else "")
             + "consistency columns are mean Cons_sem per judge (Contra: lower = more consistent). Brackets: "
               f"the 95% interval of after − before, paired over questions (bootstrap, "
               f"{summary.paired_resamples:,} resamples, seeded); ↑/↓ only where it excludes 0, `~` where it "

@@ -23,7 +23,15 @@ from a2c.metrics.selective import (
     expected_calibration_error,
 )
 from a2c.metrics.selective import risk_coverage as curve
-from a2c.qa.calibration import CalibrationError, RunColumns, Units, cross_fitted, default_similarity, units_of
+from a2c.qa.calibration import (
+    A2C_LABEL,
+    CalibrationError,
+    RunColumns,
+    Units,
+    cross_fitted,
+    default_similarity,
+    units_of,
+)
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.rows import SOURCES, Source
 from a2c.qa.summary import QASummary
@@ -52,16 +60,25 @@ class SignalDecline:
     correct: np.ndarray
 
 
-def source_units(run: RunColumns | str, summary: QASummary) -> dict[Source, Units | str]:
-    """Each source's labelled units, or why there are none (no references, no A2C answers); `run` is the
-    run's columns, or why they cannot be read."""
+def run_label(run: RunColumns | str) -> str:
+    """Whose picks the section labels: A2C's, or a samples run's main answers where A2C picked none (as
+    `a2c calibrate` defaults)."""
+    if isinstance(run, str) or A2C_LABEL in run.picks.methods or "main" not in run.picks.methods:
+        return A2C_LABEL
+    return "main"
+
+
+def source_units(run: RunColumns | str, summary: QASummary, label: str = A2C_LABEL
+                 ) -> dict[Source, Units | str]:
+    """Each source's labelled units (the picks of `label`), or why there are none (no references, no such
+    picks); `run` is the run's columns, or why they cannot be read."""
     if isinstance(run, str):
         return dict.fromkeys(SOURCES, run)
     out: dict[Source, Units | str] = {}
     for source in SOURCES:
         try:
             out[source] = units_of(run, source, default_similarity(summary.similarities),
-                                   judges=summary.judges, entropy_judge=summary.entropy_judge)
+                                   judges=summary.judges, entropy_judge=summary.entropy_judge, label=label)
         except CalibrationError as exc:
             out[source] = str(exc)
     return out
@@ -95,13 +112,14 @@ def decline_table(declines: list[SignalDecline]) -> Table:
                   "ECE (calibrated)", *[f"coverage at {r:.0%} risk" for r in RISKS]], rows)
 
 
-def plot_risk_coverage(declines: list[SignalDecline], why: dict[Source, str]) -> bytes:
+def plot_risk_coverage(declines: list[SignalDecline], why: dict[Source, str], whose: str = "A2C answers"
+                       ) -> bytes:
     """Selective risk against coverage per source: the best signals (calibrated, out of sample), the oracle
     ordering and answering at random (the overall risk at every coverage)."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(SOURCES), figsize=(6.5 * len(SOURCES), 5), squeeze=False)
     for ax, source in zip(axes[0], SOURCES, strict=True):
-        ax.set_title(f"{source}: risk of the A2C answers kept", fontsize=9)
+        ax.set_title(f"{source}: risk of the {whose} kept", fontsize=9)
         ax.set_xlabel("coverage (share of questions answered, most confident first)")
         ax.set_ylabel("selective risk (share of answered that are wrong)")
         mine = [d for d in declines if d.source == source][:PLOTTED]
@@ -130,19 +148,21 @@ def decline_section(store: Store, summary: QASummary, metrics: MetricColumns,
         run: RunColumns | str = RunColumns.read(store, metrics, uncertainty)
     except CalibrationError as exc:
         run = str(exc)
-    units = source_units(run, summary)
+    label = run_label(run)
+    whose = "A2C answer" if label == A2C_LABEL else "main answer"
+    units = source_units(run, summary, label)
     why = {source: u for source, u in units.items() if isinstance(u, str)}
     declines = [d for source, u in units.items() if not isinstance(u, str)
                 for d in signal_declines(u, source, seed=summary.seed)]
     for source in SOURCES:
         if source not in why and not any(d.source == source for d in declines):
             why[source] = ("no signal is defined on ten questions or more, varies, and meets both accurate "
-                           "and inaccurate A2C answers")
+                           f"and inaccurate {whose}s")
     table = decline_table(declines)
     store.write_text(TABLE_DECLINE.name, table.csv())
-    store.write_bytes(PLOT_RISK_COVERAGE.name, plot_risk_coverage(declines, why))
-    intro = ("Whether to give the A2C answer of a source or decline, decided by a consistency signal of that "
-             "source's answers before A2C (`a2c calibrate`). Each signal is calibrated to P(the A2C answer "
+    store.write_bytes(PLOT_RISK_COVERAGE.name, plot_risk_coverage(declines, why, f"{whose}s"))
+    intro = (f"Whether to give the {whose} of a source or decline, decided by a consistency signal of that "
+             f"source's answers before A2C (`a2c calibrate`). Each signal is calibrated to P(the {whose} "
              f"is accurate) by isotonic regression, cross-fitted (5 folds: every question scored by a map "
              f"fitted without it); accuracy under {default_similarity(summary.similarities)}. AURC: mean "
              "risk over all coverages (lower is better; 95% bootstrap interval over questions); ECE: 10 "

@@ -69,8 +69,8 @@ class GenerationRow(Row):
     id: str
     source: Source
     slot: int
-    technique: str | None  # the paraphrase's technique; None for temperature samples
-    temperature: float
+    technique: str | None  # the paraphrase's technique; None for temperature samples and given answers
+    temperature: float | None  # None: a given answer (`dataset: samples`) whose temperature is not said
     asked: str  # the question as the model saw it
     long: str
     short: str

@@ -11,6 +11,8 @@ selector batched over a chunk of questions), so adding one is adding an entry:
   default the first listed); minimum Bayes risk under that judge.
 - `majority_cluster`: the first member of the largest cluster of the entropy judge (self-consistency's
   majority vote on free-form answers); ties as `a2c.metrics.selection.majority_cluster_index`.
+- `main`: the main answer a samples file gives for the question (`dataset: {name: samples}`), for both
+  sources; the field's protocol labels it and estimates its uncertainty from the samples.
 - `random`: a uniformly drawn candidate. It picks nothing: its accuracy is the exact expectation over the
   candidates (`expected_random_accuracy`), always reported as the comparator.
 
@@ -20,7 +22,7 @@ A judge whose high score means disagreement (`contra`) is read as agreement 1 âˆ
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -107,6 +109,8 @@ class SelectionInputs:
     # the position prior A2C's debiased vote divides out, counted over the run's rank replies; None: each
     # question's own replies (the wrapper's and the server's, so no answer depends on another question)
     run_prior: Callable[[], PositionPrior] | None = None
+    # each question's main answer, given by a samples file (`a2c.qa.data.samples`); `main` picks it
+    main_answers: Mapping[str, str] = field(default_factory=dict)
 
     def position_prior(self, question_id: str) -> PositionPrior:
         """The prior over displayed positions for one question's vote (`a2c.qa.vote`): the run's, when
@@ -142,6 +146,7 @@ class SelectionMethod:
     select: Selector | None
     judges: Callable[[Any, ExperimentConfig], tuple[str, ...]] = _no_judges
     settings: Callable[[Any, ExperimentConfig], dict[str, Any]] = _no_settings
+    asks_generator: bool = False  # it asks the run's generator to pick (a samples run may have none)
 
 
 SELECTION_METHODS: Registry[SelectionMethod] = Registry("selection method", group="a2c.selection")
@@ -274,6 +279,19 @@ def _majority_cluster(inputs: SelectionInputs, options: SelectionOptions) -> dic
     return picks
 
 
+def _main(inputs: SelectionInputs, options: SelectionOptions) -> dict[SetKey, Pick]:
+    """The main answer a samples file gives (for both sources), no pick where it gives none. `candidate`
+    is the set's answer with that very text, so the pick takes its scores; otherwise it is scored alone."""
+    picks = {}
+    for q in inputs.questions:
+        text = inputs.main_answers.get(q.id)
+        for s in SOURCES:
+            candidates = inputs.candidates[q.id][s]
+            at = None if text is None else next((i for i, c in enumerate(candidates) if c == text), None)
+            picks[(q.id, s)] = Pick(text, at)
+    return picks
+
+
 def _usc_model(options: UscOptions, config: ExperimentConfig) -> dict[str, Any]:
     return {"generator": generator_slice(config.generator), "seed": config.seed}
 
@@ -286,10 +304,13 @@ def _a2c_calls(options: SelectionOptions, config: ExperimentConfig) -> dict[str,
             **({} if vote == DEFAULT_VOTE else {"vote": vote})}
 
 
-SELECTION_METHODS.register("a2c")(SelectionMethod("A2C", SelectionOptions, _a2c, settings=_a2c_calls))
-SELECTION_METHODS.register("usc")(SelectionMethod("USC", UscOptions, _usc, settings=_usc_model))
+SELECTION_METHODS.register("a2c")(SelectionMethod("A2C", SelectionOptions, _a2c, settings=_a2c_calls,
+                                                  asks_generator=True))
+SELECTION_METHODS.register("usc")(SelectionMethod("USC", UscOptions, _usc, settings=_usc_model,
+                                                  asks_generator=True))
 SELECTION_METHODS.register("medoid")(SelectionMethod("Medoid", MedoidOptions, _medoid, judges=_medoid_judge))
 SELECTION_METHODS.register("majority_cluster")(SelectionMethod(
     "Majority cluster", SelectionOptions, _majority_cluster, judges=_entropy_judge,
     settings=_cluster_threshold))
+SELECTION_METHODS.register("main")(SelectionMethod("Main answer", SelectionOptions, _main))
 SELECTION_METHODS.register(RANDOM)(SelectionMethod("Random (expected)", SelectionOptions, None))

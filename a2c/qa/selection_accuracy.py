@@ -48,12 +48,16 @@ class SelectionAccuracy:
                                        for name in _FIELDS]
 
     def put_picks(self, picks: list[SelectionRow], per_sim: dict[str, ScoreColumns]) -> None:
-        """Scored picks: entry i of each similarity's columns is `picks[i]`'s."""
+        """Scored picks: entry i of each similarity's columns is `picks[i]`'s; a pick a grader left ungraded
+        (NaN) stays unscored, so it has no accuracy rather than a NaN one."""
         if not picks:
             return
         at = (np.array([self._index[p.id] for p in picks]),
               np.array([SOURCES.index(p.source) for p in picks]), np.array([self._method(p) for p in picks]))
-        self._scored[at] = True
+        graded = np.ones(len(picks), dtype=bool)
+        for sim in self._sims:
+            graded &= ~np.isnan(per_sim[sim].acc)
+        self._scored[at] = graded
         for k, sim in enumerate(self._sims):
             self._picks[(*at, k)] = np.stack([getattr(per_sim[sim], name) for name in _FIELDS], axis=1)
 

@@ -9,6 +9,7 @@ decoding wrapper `AskToChoose` runs on an in-memory store: one implementation of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -27,8 +28,9 @@ from a2c.metrics.sets import chunk_judge_scores
 from a2c.prompting.paraphrase import paraphrase_questions
 from a2c.prompting.paraphrase_checks import RULE_VERSION as PARAPHRASE_RULE
 from a2c.qa.config import ExperimentConfig
-from a2c.qa.correctness.accuracy import accuracy_columns
+from a2c.qa.correctness.accuracy import accuracy_columns, uses_run_generator
 from a2c.qa.data import QARecord
+from a2c.qa.data.samples import main_answers
 from a2c.qa.measures import chunk_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import ask_to_choose
@@ -88,7 +90,12 @@ class QAContext(RunContext[ExperimentConfig]):
     @cached_property
     def dataset_digest(self) -> str:
         return json_digest({"questions": [asdict(q) for q in self.questions],
-                            "records": [asdict(r) for r in self.records.values()]})
+                            "records": [_digested(r) for r in self.records.values()]})
+
+    def context_of(self, question_id: str) -> str:
+        """The text a question is asked with (`QARecord.context`); "" for none or a wrapper input."""
+        record = self.records.get(question_id)
+        return record.context if record is not None else ""
 
     def item_texts(self) -> dict[str, str]:
         return {q.id: q.question for q in self.questions}
@@ -105,6 +112,15 @@ class QAContext(RunContext[ExperimentConfig]):
                     options.setdefault("cache", self.config.generator.cache)  # one cache file per run
                 self._judges[spec.name] = build_judge(spec.name, **options)
         return self._judges
+
+
+def _digested(record: QARecord) -> dict[str, object]:
+    """A record's fields as the dataset digest reads them: an empty `context` is left out, so standalone
+    questions key their stages as they did before records could hold one (no run folder reruns)."""
+    fields = asdict(record)
+    if not fields.get("context"):
+        fields.pop("context", None)
+    return fields
 
 
 def qa_context(config: ExperimentConfig, store: Store, records: list[QARecord]) -> QAContext:
@@ -201,6 +217,8 @@ def metrics_slice(config: ExperimentConfig) -> Slice:
     rule = config.accuracy.rule
     if rule.name != "truthfulqa" or rule.options:  # the default rule leaves older runs' keys as they were
         settings["correctness_rule"] = rule.model_dump(mode="json")
+    if uses_run_generator(rule.name, rule.options):  # a grader on the run's model grades with its settings
+        settings["grader_generator"] = generator_slice(config.generator)
     if computed := [name for name, _, _ in computed_metrics()]:  # a newly registered metric recomputes
         settings["computed_metrics"] = computed
     return settings
@@ -246,11 +264,12 @@ def _answer_rows(ctx: QAContext) -> Iterator[GenerationRow]:
                 if not p.ok:
                     continue  # a paraphrase that failed its checks twice is left out of Y_c (and counted)
                 tasks.append(AnswerTask(p.text, var.paraphrase_temperature, var.top_p,
-                                        stable_seed(seed, q.question, "paraphrase", slot)))
+                                        stable_seed(seed, q.question, "paraphrase", slot),
+                                        context=ctx.context_of(q.id)))
                 slots.append((q.id, "paraphrase", slot, p.technique))
         for q in chunk:
             samples = temperature_tasks([q.question], var.temperatures, top_p=var.top_p, samples=var.samples,
-                                        seed=seed)
+                                        seed=seed, context=ctx.context_of(q.id))
             tasks += samples
             slots += [(q.id, "temperature", slot, None) for slot in range(len(samples))]
         answers = answer(ctx.generator, tasks, long_max_tokens=var.long_max_tokens,
@@ -337,8 +356,9 @@ def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
             temperatures: dict[str, list[float]] = {q.id: [] for q in chunk}
             for row in generations.rows(_ids(chunk)):
                 sets[row.id][row.source].append(row.answer(cfg.variation.answer_field))
-                if row.source == "temperature":
-                    temperatures[row.id].append(row.temperature)
+                if row.source == "temperature":  # a given answer of no said temperature: the rank one
+                    temperatures[row.id].append(cfg.ask_to_choose.rank_temperature if row.temperature is None
+                                                else row.temperature)
             choices = ask_to_choose(
                 ctx.generator, [q.question for q in chunk], [sets[q.id]["paraphrase"] for q in chunk],
                 [sets[q.id]["temperature"] for q in chunk], [temperatures[q.id] for q in chunk],
@@ -346,7 +366,8 @@ def _choice_rows(ctx: QAContext) -> Iterator[ChoiceRow]:
                 seed=stable_seed(cfg.seed, "a2c"), rank_temperature=cfg.ask_to_choose.rank_temperature,
                 max_tokens=cfg.ask_to_choose.max_tokens,
                 paraphrase_max_tokens=cfg.variation.paraphrase_max_tokens,
-                idk_text=cfg.ask_to_choose.idk_text, option_order=cfg.ask_to_choose.option_order)
+                idk_text=cfg.ask_to_choose.idk_text, option_order=cfg.ask_to_choose.option_order,
+                passages=[ctx.context_of(q.id) for q in chunk])
             yield from (c.row(q.id) for q, per_question in zip(chunk, choices, strict=True)
                         for c in per_question)
 
@@ -374,15 +395,17 @@ def _selection_rows(ctx: QAContext) -> Iterator[SelectionRow]:
                     choices.setdefault((row.id, row.source), []).append(row)
                 yield SelectionInputs(ctx.config, chunk, _before_sets(ctx, chunk, generations), choices,
                                       matrices, lambda name: ctx.judges()[name], lambda: ctx.generator,
-                                      run_prior)
+                                      run_prior, main_answers(ctx.records, _ids(chunk)))
 
         yield from select(inputs, ctx.config.selection_methods)
 
 
 def _set_means(per_answer: ScoreColumns, sizes: np.ndarray) -> list[Accuracy | None]:
-    """Each set's mean accuracy fields (None: an empty set), for the sets laid end to end in `per_answer`."""
-    return [None if n == 0 else Accuracy(max_true=max_true, diff=diff, acc=acc) for n, (max_true, diff, acc)
-            in zip(sizes.tolist(), per_answer.set_means(sizes).tolist(), strict=True)]
+    """Each set's mean accuracy fields (None: an empty set, or one with an answer a grader left ungraded,
+    whose mean is NaN), for the sets laid end to end in `per_answer`."""
+    return [None if n == 0 or math.isnan(acc) else Accuracy(max_true=max_true, diff=diff, acc=acc)
+            for n, (max_true, diff, acc) in zip(sizes.tolist(), per_answer.set_means(sizes).tolist(),
+                                                strict=True)]
 
 
 def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[str, ScoreColumns]:
@@ -391,7 +414,8 @@ def _scores(ctx: QAContext, answers: list[str], refs: list[QARecord]) -> dict[st
     accuracy = ctx.config.accuracy
     with status("accuracy: " + ", ".join(accuracy.columns)):
         return accuracy_columns(accuracy.rule.name, accuracy.rule.options,
-                                [(spec.name, spec.options) for spec in accuracy.similarities], answers, refs)
+                                [(spec.name, spec.options) for spec in accuracy.similarities], answers, refs,
+                                run_generator=lambda: ctx.generator)
 
 
 class _SetFields(NamedTuple):
@@ -438,7 +462,9 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             texts = sets[q.id][s]
             at = starts.get((q.id, s))  # None: a question without references
             per_sim = {} if at is None else {sim: found[sim].take(slice(at, at + len(texts))) for sim in sims}
-            accurate = None if at is None else (per_sim[sims[0]].acc == 1.0).tolist()
+            # a set with an answer a grader left ungraded (NaN) has no accuracy: left out, not counted wrong
+            graded = at is not None and not np.isnan(per_sim[sims[0]].acc).any()
+            accurate = (per_sim[sims[0]].acc == 1.0).tolist() if graded else None
             set_matrices = {name: matrices[(name, s, q.id)] for name in judges}
             decisions = {name: judge.equivalent(set_matrices[name]) for name, judge in judges.items()}
             judged = {name: AnswerSet(texts, set_matrices[name], decisions[name]) for name in judges}
@@ -448,7 +474,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
                                    {sim: next(means[sim]) for sim in per_sim},
                                    compute_columns(extra, texts, judged)))
             if phase == "before":
-                selection.put_set(q.id, s, bool(texts), per_sim)
+                selection.put_set(q.id, s, bool(texts), per_sim if graded else {})
     others_at = iter(range(len(flat), len(flat) + len(others)))
     pick_at = np.array([starts[(p.id, p.source)] + (p.candidate or 0) if is_answer else next(others_at)
                         for p, is_answer in zip(scored_picks, answer_picks, strict=True)], dtype=np.int64)

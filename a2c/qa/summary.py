@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import PurePath
 from typing import Final, Literal, TypeVar, cast
 
 import numpy as np
@@ -22,6 +23,7 @@ from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
 from a2c.qa.config import ExperimentConfig
+from a2c.qa.correctness.rule import CORRECTNESS_RULES
 from a2c.qa.dont_know import share_of_choices, share_of_picks
 from a2c.qa.format_following import FormatFollowing, format_following, held
 from a2c.qa.measures import measure_label
@@ -44,11 +46,13 @@ from a2c.qa.rows import (
     Source,
 )
 from a2c.qa.selection import SELECTION_METHODS
+from a2c.qa.vote import DEFAULT_VOTE
 from a2c.run.runfiles import RunFileError
 from a2c.run.store import Store
 
 # 1: the untyped dict of a2c ≤ 0.1 (no `schema_version` key); 2: typed; 3: selection, paired intervals,
 # uncertainty measures in the signal
+TRUTHFULQA_RULE: Final = "truthfulqa"  # the default correctness rule
 SCHEMA_VERSION: Final = 3
 PAIRED_RESAMPLES = 2000  # paired bootstrap over questions: before → after cells and the selection table
 PAIRED_LEVEL = 0.95
@@ -116,6 +120,9 @@ class Counts(_Model):
     choices: dict[Source, SourceCounts] = {}  # empty without A2C
     parse_methods: dict[ParseMethod, int] = {}
     prompts_cut_to_fit_context: int = 0
+    # sets of referenced questions left without accuracy because a grader rule (`llm`) could not read its
+    # reply to one of their answers; None (and absent from the file) under a rule that asks no model
+    ungraded_sets: int | None = Field(None, exclude_if=lambda n: n is None)
 
 
 class Difference(_Model):
@@ -203,6 +210,11 @@ class QASummary(_Model):
     seed: int  # of every bootstrap
     format_following: dict[Source, FormatFollowing] = {}  # of the rank replies; empty without A2C
     paired_resamples: int = PAIRED_RESAMPLES
+    # how accuracy was decided and how A2C asked: written only where not the defaults (TruthfulQA's
+    # protocol; the paper's fixed option order and plain vote), so the paper's summaries stay as they were
+    accuracy_rule: str = Field(TRUTHFULQA_RULE, exclude_if=lambda v: v == TRUTHFULQA_RULE)
+    option_order: str = Field("fixed", exclude_if=lambda v: v == "fixed")
+    vote: str = Field(DEFAULT_VOTE, exclude_if=lambda v: v == DEFAULT_VOTE)
 
     def group(self, method: Source, phase: Phase) -> GroupSummary | None:
         return next((g for g in self.groups if g.method == method and g.phase == phase), None)
@@ -252,7 +264,9 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     extra = computed_columns(judges)
     sims = config.accuracy.columns
     entropy_judge = config.entropy_judge_name
-    model = config.generator.model
+    # a samples run's answers are the file's: the generator, if any, only chose among them
+    model = config.generator.model if config.dataset.name != "samples" \
+        else f"the answers of {PurePath(config.dataset.path or '').name}"
     has_choices = store.exists(CHOICES.name)
     per_source, parse_methods, follow = _read_choices(store, metrics.ids, config.variation.answer_field) \
         if has_choices else ({}, {}, {})
@@ -290,6 +304,9 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
                     questions_with_references=len(np.unique(metrics.question[metrics.referenced])),
                     choices=per_source, parse_methods=parse_methods,
                     prompts_cut_to_fit_context=prompts_cut)
+    if CORRECTNESS_RULES.get(config.accuracy.rule.name).takes_run_generator:
+        ungraded = sum(1 for r in store.iter_rows(METRICS) if r.n_accurate is None and r.accuracy)
+        counts = counts.model_copy(update={"ungraded_sets": ungraded})
     if store.exists(PARAPHRASES.name):
         made = failed = 0
         for p in store.iter_rows(PARAPHRASES):
@@ -313,7 +330,9 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
     return QASummary(name=config.name, model=model, judges=judges, similarities=sims,
                      entropy_judge=entropy_judge, groups=groups, counts=counts, signal=signal_rows,
                      before_after=before_after(differences), selection=selection(differences),
-                     seed=config.seed, format_following=follow)
+                     seed=config.seed, format_following=follow, accuracy_rule=config.accuracy.rule.name,
+                     **({"option_order": config.ask_to_choose.option_order, "vote": config.ask_to_choose.vote}
+                        if config.ask_to_choose.enabled else {}))
 
 
 def _read_choices(store: Store, questions: list[str], answer_field: AnswerField) -> tuple[

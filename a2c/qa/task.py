@@ -16,12 +16,15 @@ from a2c.qa.data import QARecord, load_records
 from a2c.qa.headline import headline
 from a2c.qa.report import write_report
 from a2c.qa.rows import METRICS, SUMMARY, Accuracy, MetricRow
+from a2c.qa.samples_stage import QA_STAGES
 from a2c.qa.scoring import similarity_options
-from a2c.qa.stages import METRICS_STAGE, SELECTION, STAGES, qa_context
+from a2c.qa.selection import SELECTION_METHODS
+from a2c.qa.stages import METRICS_STAGE, SELECTION, qa_context
 from a2c.qa.summary import QASummary, read_summary
 from a2c.qa.view import qa_view
 from a2c.run.store import Store
 from a2c.run.tasks import TaskSpec
+from a2c.settings.config import ConfigError
 from a2c.system.hub import check_available
 
 
@@ -36,7 +39,14 @@ def load_data(config: ExperimentConfig) -> list[QARecord]:
 
 def check_data(config: ExperimentConfig) -> None:
     """A local dataset file read through (columns and every row), so a bad one fails at load; hub datasets
-    are left to the run (loading them needs the network)."""
+    are left to the run (loading them needs the network). A samples run without a `generator:` section
+    may not list a selection method that asks one (it would load the embedded model unasked)."""
+    if config.dataset.name == "samples" and "generator" not in config.model_fields_set:
+        asking = [s.name for s in config.selection_methods if SELECTION_METHODS.get(s.name).asks_generator]
+        if asking:
+            raise ConfigError(f"selection lists {', '.join(asking)}, which asks the generator to pick; a "
+                              "samples run asks no model unless `generator:` is given (add one, or drop "
+                              f"{', '.join(asking)})")
     if config.dataset.path is not None:
         load_data(config)
 
@@ -75,7 +85,7 @@ def flatten(row: MetricRow, questions: dict[str, str]) -> dict[str, Any]:
 
 
 TASK = TaskSpec(name="qa", config=ExperimentConfig, load_data=load_data, check_data=check_data,
-                context=qa_context, stages=STAGES, rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY,
+                context=qa_context, stages=QA_STAGES, rescore=(SELECTION, METRICS_STAGE), summary=SUMMARY,
                 read_summary=_summary, write_report=write_report, metrics=METRICS, flatten=flatten,
                 headline=headline, view=qa_view, check_models=check_models,
                 compare=COMPARER, serves=True)

@@ -33,11 +33,12 @@ from a2c.display.viewdata import (
     flatten,
 )
 from a2c.judges import Judge, build_judge
+from a2c.llm.base import Generator
 from a2c.metrics import TruthfulQAScores
 from a2c.metrics.consistency import semantic_clusters
 from a2c.metrics.set_metrics import SET_METRICS
 from a2c.qa.config import ExperimentConfig
-from a2c.qa.correctness.accuracy import accuracy_columns
+from a2c.qa.correctness.accuracy import accuracy_columns, accuracy_label
 from a2c.qa.data import QARecord
 from a2c.qa.metric_columns import computed_columns, judge_label
 from a2c.qa.rank import majority_vote
@@ -58,7 +59,6 @@ from a2c.qa.rows import (
     Phase,
     Source,
 )
-from a2c.qa.scoring import similarity_label
 from a2c.qa.vote import DEFAULT_VOTE, ballots, elect, question_prior
 from a2c.run.runfiles import MatrixSet, R, RowsFile
 from a2c.run.store import Store
@@ -76,7 +76,7 @@ def _label(source: Source, slot: int) -> str:
 
 def _similarity(name: str) -> str:
     """A similarity's short column name, as the report's plots call it (R1-A, Emb-A)."""
-    return similarity_label(name).split(" ")[0]
+    return accuracy_label(name).split(" ")[0]
 
 
 def _rows(store: Store, file: RowsFile[R], shown: set[str]) -> list[R]:
@@ -142,6 +142,13 @@ def _judges(config: ExperimentConfig) -> dict[str, Judge]:
             for spec in config.judges}
 
 
+def _run_generator(config: ExperimentConfig) -> Generator:
+    """The run's generator for a grader rule; its request cache answers what the run asked already."""
+    from a2c.llm import build_generator
+
+    return build_generator(config.generator)
+
+
 def answer_scores(config: ExperimentConfig, records: dict[str, QARecord],
                   generations: dict[str, list[GenerationRow]], choices: dict[str, list[ChoiceRow]]) -> Scores:
     """The accuracy scores of every distinct answer and chosen text of each referenced question, in every
@@ -156,7 +163,8 @@ def answer_scores(config: ExperimentConfig, records: dict[str, QARecord],
     accuracy = config.accuracy
     columns = accuracy_columns(accuracy.rule.name, accuracy.rule.options,
                                [(spec.name, spec.options) for spec in accuracy.similarities],
-                               [t for _, t in pairs], [records[q] for q, _ in pairs])
+                               [t for _, t in pairs], [records[q] for q, _ in pairs],
+                               run_generator=lambda: _run_generator(config))
     return {name: dict(zip(pairs, found.rows(), strict=True)) for name, found in columns.items()}
 
 
@@ -307,7 +315,8 @@ def _answers_section(run: _Run, qid: str) -> Section:
     sims = run.config.accuracy.columns if run.scores else []
     header = ["answer", "source", "technique", "temperature", "asked", "long", "short",
               *[_similarity(s) for s in sims]]
-    rows = [[_label(g.source, g.slot), SOURCE_LABELS[g.source].table, g.technique or "", f"{g.temperature:g}",
+    rows = [[_label(g.source, g.slot), SOURCE_LABELS[g.source].table, g.technique or "",
+             "" if g.temperature is None else f"{g.temperature:g}",
              g.asked, g.long, g.short, *[_score_text(run, qid, s, g.answer(run.field)) for s in sims]]
             for source in SOURCES for g in run.before(qid, source)]
     note = f"Accuracy (TruthfulQA's protocol) is scored on the {run.field} answer, as the run scored it."

@@ -149,6 +149,8 @@ class Stage(Generic[X]):
     run: Callable[[X, StageStats], None]
     enabled: Callable[[Any], bool] = _always
     former_names: tuple[str, ...] = ()  # its names in earlier releases: their markers still count
+    # why it is off for a config, for the run's log (None: it is left out silently, as it always was)
+    off_line: Callable[[Any], str | None] | None = None
 
     @property
     def marker(self) -> str:
@@ -265,10 +267,16 @@ def run_stages(ctx: X, stages: Sequence[Stage[X]], log: Callable[[str], None] | 
     Each stage that runs runs inside `around()`: a whole run freezes the heap there
     (`a2c.system.heap.frozen_heap`), a caller that runs a stage per request does not."""
     results: dict[str, StageStats] = {}
+    # a file another stage writes in this config's graph (paraphrases.jsonl from a samples file) stays
+    kept = {file.name for stage in stages if stage.enabled(ctx.config) for file in stage.writes}
     for stage in stages:
         if not stage.enabled(ctx.config):
             for file in stage.writes:
-                ctx.store.delete(file.name)
+                if file.name not in kept:
+                    ctx.store.delete(file.name)
+            off = stage.off_line(ctx.config) if stage.off_line is not None else None
+            if log is not None and off:
+                log(f"{stage.name}: off ({off})")
             for marker in (*stage.markers(), stage.started_marker):
                 ctx.store.delete(marker)
             continue

@@ -151,7 +151,7 @@ class Candidate(BaseModel):
     source: Source
     slot: int
     technique: str | None
-    temperature: float
+    temperature: float | None  # None only for a given answer of no said temperature (a samples run)
     asked: str  # the question as the model saw it: a paraphrase, or the question itself
     answer: str  # the text the rank prompts showed (the `answer_field`)
 

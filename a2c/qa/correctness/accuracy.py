@@ -4,19 +4,23 @@ A run keeps, per accuracy column and answer, `(max_true, diff, acc)` (`a2c.qa.sc
 `truthfulqa` the columns are the run's accuracy similarities, scored by the benchmark's protocol as before,
 and `acc` is `diff > threshold` (the protocol's `max_true > max_false` at the default 0). Under a gold-answer
 rule there is one column, named by the rule: `max_true` is the rule's score (the best over the gold
-aliases), `diff` its margin over the threshold and `acc` the rule's label.
+aliases, or a grader's P(correct)), `diff` its margin over the threshold and `acc` the rule's label; an
+answer a grader left ungraded (an unparsed reply) has NaN in all three.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from a2c.qa.correctness.rule import CORRECTNESS_RULES, CorrectnessError, score_correctness
 from a2c.qa.data import QARecord
-from a2c.qa.scoring import ScoreColumns, score_columns
+from a2c.qa.scoring import ScoreColumns, score_columns, similarity_label
+
+if TYPE_CHECKING:
+    from a2c.llm.base import Generator
 
 TRUTHFULQA = "truthfulqa"
 
@@ -57,9 +61,38 @@ def check_references(rule: str, records: Iterable[QARecord]) -> None:
             hint="score a gold-answer set with accuracy.rule: token_f1 (or exact_match, rouge_l)")
 
 
+def accuracy_label(name: str) -> str:
+    """The report's name of an accuracy column: a similarity's label under TruthfulQA's protocol (`R1-A`
+    for `rouge1`), or a gold-answer rule's own (`F1-A` for `token_f1`); the name itself if neither knows it.
+
+    Args:
+        name: the column's name, as `column_names` gives it.
+
+    Returns:
+        Its label.
+    """
+    if name in CORRECTNESS_RULES and name != TRUTHFULQA:
+        return CORRECTNESS_RULES.get(name).column or name
+    return similarity_label(name)
+
+
+def uses_run_generator(rule: str, rule_options: Mapping[str, Any]) -> bool:
+    """Whether a rule asks the run's own generator (one that asks a model, its `generator` unset).
+
+    Args:
+        rule: the correctness rule's name.
+        rule_options: its options.
+
+    Returns:
+        True when the run's generator grades the answers.
+    """
+    return CORRECTNESS_RULES.get(rule).takes_run_generator and rule_options.get("generator") is None
+
+
 def accuracy_columns(rule: str, rule_options: Mapping[str, Any],
                      similarities: Sequence[tuple[str, Mapping[str, Any]]], answers: Sequence[str],
-                     records: Sequence[QARecord]) -> dict[str, ScoreColumns]:
+                     records: Sequence[QARecord], run_generator: Callable[[], Generator] | None = None
+                     ) -> dict[str, ScoreColumns]:
     """`(max_true, diff, acc)` of `answers[i]` against `records[i]` per accuracy column of the rule.
 
     Args:
@@ -68,6 +101,8 @@ def accuracy_columns(rule: str, rule_options: Mapping[str, Any],
         similarities: (name, options) of the run's accuracy similarities; read by `truthfulqa` only.
         answers: the answers, one per record.
         records: each answer's question; every one with gold answers.
+        run_generator: the run's generator, asked for only by a rule that grades with it (its
+            `generator` option unset); None: such a rule uses its own default (the embedded model).
 
     Returns:
         One `ScoreColumns` per column name of `column_names(rule, ...)`.
@@ -81,6 +116,9 @@ def accuracy_columns(rule: str, rule_options: Mapping[str, Any],
                 for name, c in columns.items()}
     if len(answers) != len(records):
         raise CorrectnessError(f"{rule}: {len(records)} records for {len(answers)} answers")
-    found = score_correctness(rule, list(zip(answers, records, strict=True)), **rule_options)
+    options = dict(rule_options)
+    if run_generator is not None and uses_run_generator(rule, options):
+        options["generator"] = run_generator()
+    found = score_correctness(rule, list(zip(answers, records, strict=True)), **options)
     margin = found.scores - found.threshold
-    return {rule: ScoreColumns(found.scores, margin, found.correct.astype(np.float64))}
+    return {rule: ScoreColumns(found.scores, margin, found.labels)}

@@ -1,8 +1,10 @@
 """What a correctness rule is, the registry of them, and scoring many answers under one.
 
 A rule turns (answer, references) into a score, and the score into a label by a threshold: `score >
-threshold` for a strict rule, `score >= threshold` otherwise. This module imports no numpy and no rule,
-so a config check lists the names without loading one.
+threshold` for a strict rule, `score >= threshold` otherwise. A rule that asks a model (`llm`) also reads
+each answer's question and may get no score for an answer (an unparsed reply): its score is NaN and its
+label unknown, counted in `Correctness.unparsed`, never taken as incorrect. This module imports no numpy
+and no rule, so a config check lists the names without loading one.
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ class References(Protocol):
 
 @dataclass(frozen=True)
 class GoldAnswers:
-    """Gold aliases of one question and, where the set has them, its false references. Hashable, so
-    answers sharing one question's references are grouped."""
+    """Gold aliases of one question and, where the set has them, its false references and the question's
+    text (which a grader rule reads). Hashable, so answers sharing one question's references are
+    grouped."""
 
     correct: tuple[str, ...]
     incorrect: tuple[str, ...] = ()
+    question: str = ""
 
     def __post_init__(self) -> None:
         for side in ("correct", "incorrect"):
@@ -50,6 +54,8 @@ class GoldAnswers:
             if isinstance(refs, str) or not all(isinstance(r, str) for r in refs):
                 raise TypeError(f"GoldAnswers.{side} must be a sequence of str, got {refs!r}")
             object.__setattr__(self, side, tuple(refs))
+        if not isinstance(self.question, str):
+            raise TypeError(f"GoldAnswers.question must be a str, got {self.question!r}")
 
 
 class RuleOptions(BaseModel):
@@ -69,13 +75,19 @@ class CorrectnessRule:
     """One rule: its score, its options (the threshold's default among them) and what it needs.
 
     `strict`: the label is `score > threshold` (else `>=`). `needs_incorrect`: every answer's references
-    must include false ones (TruthfulQA's protocol compares with them; the gold-answer rules do not)."""
+    must include false ones (TruthfulQA's protocol compares with them; the gold-answer rules do not).
+    `uses_question`: the references must carry the question's text (`question`), which the rule reads.
+    `takes_run_generator`: the rule asks a model, given as its `generator` option; a run passes its own
+    generator when the option is unset."""
 
     score: Scorer
     options: type[RuleOptions]
     label: str  # what a report calls the rule's score
     strict: bool
     needs_incorrect: bool = False
+    uses_question: bool = False
+    takes_run_generator: bool = False
+    column: str = ""  # its accuracy column in reports (`F1-A`, as R1-A for ROUGE-1); "": the name
 
     @property
     def default_threshold(self) -> float:
@@ -87,11 +99,15 @@ CORRECTNESS_RULES: Registry[CorrectnessRule] = Registry("correctness rule", base
                                                        group="a2c.correctness")
 for _name in ("truthfulqa", "exact_match", "token_f1", "rouge_l"):
     CORRECTNESS_RULES.register_lazy(_name, f"a2c.qa.correctness.rules:{_name.upper()}")
+CORRECTNESS_RULES.register_lazy("llm", "a2c.qa.correctness.grader:LLM_GRADER")
 
 
 @dataclass(frozen=True)
 class Correctness:
-    """Scores and labels of many answers under one rule (entry i: answer i), with what decided them."""
+    """Scores and labels of many answers under one rule (entry i: answer i), with what decided them.
+
+    A NaN score (a grader's unparsed reply) has no label: `correct` is False there and `graded` False, so
+    `labels` (1, 0 or NaN) is what a caller reads when it must not count those answers as incorrect."""
 
     rule: str
     threshold: float
@@ -101,6 +117,27 @@ class Correctness:
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    @property
+    def graded(self) -> np.ndarray:
+        """Whether each answer got a score (False: the rule's model gave no readable reply)."""
+        import numpy as np
+
+        graded: np.ndarray = ~np.isnan(self.scores)
+        return graded
+
+    @property
+    def unparsed(self) -> int:
+        """How many answers got no score."""
+        return int((~self.graded).sum())
+
+    @property
+    def labels(self) -> np.ndarray:
+        """1.0 correct, 0.0 incorrect, NaN ungraded (float64)."""
+        import numpy as np
+
+        labels: np.ndarray = np.where(self.graded, self.correct.astype(np.float64), np.nan)
+        return labels
 
 
 def rule_options(rule: str, options: Mapping[str, Any]) -> RuleOptions:
@@ -120,7 +157,7 @@ def rule_options(rule: str, options: Mapping[str, Any]) -> RuleOptions:
         raise CorrectnessError(one_line("correctness rule", rule, exc)) from None
 
 
-def _references(pairs: Sequence[tuple[str, References | Sequence[str]]], rule: str, needs_incorrect: bool
+def _references(pairs: Sequence[tuple[str, References | Sequence[str]]], rule: str, entry: CorrectnessRule
                 ) -> tuple[list[str], list[References]]:
     """Answers and references of the pairs, a bare list of aliases read as `GoldAnswers` of them."""
     answers: list[str] = []
@@ -136,10 +173,13 @@ def _references(pairs: Sequence[tuple[str, References | Sequence[str]]], rule: s
         ref = cast(References, given) if hasattr(given, "correct") else GoldAnswers(tuple(given))
         if not ref.correct:
             raise CorrectnessError(f"{rule}: pair {k} has no gold answer; correctness is undefined for it")
-        if needs_incorrect and not ref.incorrect:
+        if entry.needs_incorrect and not ref.incorrect:
             raise CorrectnessError(f"{rule}: pair {k} has no incorrect reference; this rule compares the "
                                    "best correct with the best incorrect one (a gold-only set takes "
                                    "exact_match, token_f1 or rouge_l)")
+        if entry.uses_question and not getattr(ref, "question", ""):
+            raise CorrectnessError(f"{rule}: pair {k} has no question text; this rule reads the question "
+                                   "(give GoldAnswers(..., question=...) or a QARecord)")
         answers.append(answer)
         refs.append(ref)
     return answers, refs
@@ -150,19 +190,22 @@ def score_correctness(rule: str, pairs: Sequence[tuple[str, References | Sequenc
     """Score and label many answers under a registered rule.
 
     Args:
-        rule: `truthfulqa`, `exact_match`, `token_f1`, `rouge_l` or a plug-in's name.
+        rule: `truthfulqa`, `exact_match`, `token_f1`, `rouge_l`, `llm` or a plug-in's name.
         pairs: (answer, references) per answer; the references a list of gold aliases, a `GoldAnswers`
-            or a `QARecord` (TruthfulQA's rule needs the false references of the last two).
-        **options: the rule's options, e.g. `threshold=0.6`, or `similarity="bleu"` for `truthfulqa`.
+            or a `QARecord` (TruthfulQA's rule needs the false references of the last two, `llm` their
+            question).
+        **options: the rule's options, e.g. `threshold=0.6`, `similarity="bleu"` for `truthfulqa`, or
+            `generator=...` (a `Generator` or a generator config) for `llm`.
 
     Returns:
-        The scores (float64) and labels (bool) of the answers, in order, with the threshold used.
+        The scores (float64; NaN where a grader's reply was unreadable) and labels (bool) of the answers,
+        in order, with the threshold used.
     """
     import numpy as np
 
     entry = CORRECTNESS_RULES.get(rule)
     settings = rule_options(rule, options)
-    answers, refs = _references(pairs, rule, entry.needs_incorrect)
+    answers, refs = _references(pairs, rule, entry)
     scores = np.asarray(entry.score(answers, refs, settings), dtype=np.float64) if answers \
         else np.zeros(0, dtype=np.float64)
     if scores.shape != (len(answers),):

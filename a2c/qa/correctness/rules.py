@@ -123,6 +123,6 @@ def _rouge_l(answers: Sequence[str], refs: Sequence[References], options: RougeL
 
 TRUTHFULQA = CorrectnessRule(_truthfulqa, TruthfulQAOptions, "TruthfulQA acc (diff > threshold)", strict=True,
                              needs_incorrect=True)
-EXACT_MATCH = CorrectnessRule(_exact_match, ExactMatchOptions, "EM", strict=False)
-TOKEN_F1 = CorrectnessRule(_token_f1, TokenF1Options, "F1", strict=False)
-ROUGE_L = CorrectnessRule(_rouge_l, RougeLOptions, "ROUGE-L", strict=True)
+EXACT_MATCH = CorrectnessRule(_exact_match, ExactMatchOptions, "EM", strict=False, column="EM-A")
+TOKEN_F1 = CorrectnessRule(_token_f1, TokenF1Options, "F1", strict=False, column="F1-A")
+ROUGE_L = CorrectnessRule(_rouge_l, RougeLOptions, "ROUGE-L", strict=True, column="RL-A")

@@ -1,6 +1,6 @@
 """The QA wing's dataset loaders: TruthfulQA (local CSV or the Hugging Face hub), the project's
-quickstart set, and your own questions (`file`: a JSONL/CSV/parquet file; `hf`: a Hugging Face dataset)
-through a column mapping.
+quickstart set, your own questions (`file`: a JSONL/CSV/parquet file; `hf`: a Hugging Face dataset)
+through a column mapping, and your own answers (`samples`: questions with the answers already made).
 
 Every loader returns `QARecord`s; `load_records(name, path=..., limit=...)` picks one by registry name.
 Each registry entry says whether it takes a `path` and which other source settings, so a config that
@@ -21,6 +21,8 @@ from a2c.qa.data.columns import TRUTHFULQA_HUB_COLUMNS, ColumnMap
 from a2c.qa.data.own import DatasetSource, load_file, load_hub
 from a2c.qa.data.quickstart import load_quickstart
 from a2c.qa.data.records import QARecord
+from a2c.qa.data.samples import ReferenceDataset, SampleColumns, SampledRecord, load_samples
+from a2c.qa.data.sets import FIELD_SETS
 from a2c.qa.data.truthfulqa import load_truthfulqa_csv, load_truthfulqa_hub, records_from_hf_rows
 
 
@@ -62,9 +64,20 @@ DATASETS.register("truthfulqa")(DatasetLoader(_truthfulqa, "optional", frozenset
 DATASETS.register("quickstart")(DatasetLoader(_quickstart, "none"))
 DATASETS.register("file")(DatasetLoader(load_file, "required",
                                         frozenset({"encoding", "columns", "separator"})))
+def _samples(source: DatasetSource) -> list[QARecord]:
+    return load_samples(source, lambda refs: load_records(refs.name, refs.path, encoding=refs.encoding))
+
+
+DATASETS.register("samples")(DatasetLoader(_samples, "required",
+                                           frozenset({"encoding", "columns", "separator", "sample_columns",
+                                                      "references"})))
 DATASETS.register("hf")(DatasetLoader(load_hub, "required",
                                       frozenset({"columns", "separator", "config", "split", "revision"}),
                                       path_kind="hub"))
+# the field's question sets (`a2c.qa.data.sets`): the hub by default, or a local copy in the set's layout
+for _set in FIELD_SETS:
+    DATASETS.register(_set.name)(DatasetLoader(_set.load, "optional", frozenset({"encoding", "split",
+                                                                                 "revision"})))
 
 _DEFAULTS = DatasetSource()
 
@@ -86,6 +99,10 @@ def load_records(name: str, path: str | Path | None = None, limit: int | None = 
         raise DatasetError(f"unknown dataset setting(s) {unknown}")
     if isinstance(settings.get("columns"), dict):
         settings["columns"] = ColumnMap(**settings["columns"])
+    if isinstance(settings.get("sample_columns"), dict):
+        settings["sample_columns"] = SampleColumns(**settings["sample_columns"])
+    if isinstance(settings.get("references"), dict):
+        settings["references"] = ReferenceDataset(**settings["references"])
     loader = DATASETS.get(name)
     loader.check(name, given_settings({"path": path, "encoding": encoding, **settings}))
     source = DatasetSource(path=Path(path) if path is not None else None, encoding=encoding,
@@ -95,5 +112,6 @@ def load_records(name: str, path: str | Path | None = None, limit: int | None = 
 
 
 __all__ = ["DATASETS", "TRUTHFULQA_HUB_COLUMNS", "ColumnMap", "DatasetError", "DatasetLoader",
-           "DatasetSource", "QARecord", "given_settings", "load_quickstart", "load_records",
-           "load_truthfulqa_csv", "load_truthfulqa_hub", "records_from_hf_rows"]
+           "DatasetSource", "QARecord", "ReferenceDataset", "SampleColumns", "SampledRecord",
+           "given_settings", "load_quickstart", "load_records", "load_samples", "load_truthfulqa_csv",
+           "load_truthfulqa_hub", "records_from_hf_rows"]

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from a2c.common.files import DEFAULT_ENCODING
 from a2c.data.errors import DatasetError
 from a2c.data.tables import Row, Table, read_table
 from a2c.qa.data.columns import ColumnMap, records_from_table
 from a2c.qa.data.records import QARecord
+
+if TYPE_CHECKING:
+    from a2c.qa.data.samples import ReferenceDataset, SampleColumns
 
 LOCAL_FILE_HINT = ("export it on a connected machine "
                    "(`datasets.load_dataset(...).to_json('questions.jsonl')`) and use "
@@ -32,6 +36,8 @@ class DatasetSource:
     config: str | None = None  # hub dataset configuration (subset) name
     split: str | None = None  # hub split; None = the only one
     revision: str | None = None  # hub git revision (branch, tag or commit)
+    sample_columns: SampleColumns | None = None  # the answers' columns (`samples`)
+    references: ReferenceDataset | None = None  # the dataset a samples file's references come from
 
 
 def load_file(source: DatasetSource) -> list[QARecord]:

@@ -15,6 +15,10 @@ class QARecord:
     the gold-answer correctness rules score; TruthfulQA's protocol also needs `incorrect`, and a run under
     it refuses a question without (`a2c.qa.correctness.check_references`). Incorrect references without
     correct ones are refused here: no rule can use them.
+
+    `context` is text the question is asked with and is meaningless without (SQuAD's passage, CoQA's
+    story and earlier turns): the answer and rank prompts show it before the question, paraphrases
+    rephrase only the question. Empty for a standalone question, whose prompts show the question alone.
     """
 
     id: str
@@ -23,6 +27,7 @@ class QARecord:
     correct: tuple[str, ...] = ()
     incorrect: tuple[str, ...] = ()
     category: str = ""
+    context: str = ""
 
     def __post_init__(self) -> None:
         if not self.question.strip():

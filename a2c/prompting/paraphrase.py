@@ -3,12 +3,15 @@
 Task-neutral: the QA wing paraphrases questions, the classification wing hypotheses. Requests for all
 inputs go in one `generate` call, so the backend can batch; paraphrases that come back degenerate get
 exactly one batched retry with another seed and are flagged (`ok=False`) if still bad, never dropped.
+Besides the form checks, a caller may give a meaning check: a batched score of (question, paraphrase)
+pairs and a threshold, below which a paraphrase fails as "changed meaning" (it asks another question, so
+its answer says nothing about consistency) and is retried like the others.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from a2c.common.seeds import stable_seed
@@ -52,6 +55,28 @@ class Paraphrase:
     technique: str
     ok: bool = True
     problem: str | None = None  # why it was flagged: see `paraphrase_problem`
+    first_problem: str | None = None  # why the first draw failed (None: it passed, no retry)
+    meaning: float | None = None  # the meaning check's score of this text (None: not checked)
+
+
+CHANGED_MEANING = "changed meaning"
+# scores (question, paraphrase) pairs in one batch, 1 = same meaning
+MeaningScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class MeaningCheck:
+    """A paraphrase scoring below `threshold` against its question fails as "changed meaning"."""
+
+    score: MeaningScorer
+    threshold: float
+
+    def problems(self, questions: Sequence[str], texts: Sequence[str]) -> list[tuple[str | None, float]]:
+        """(problem, score) per pair, all pairs scored in one call."""
+        scores = list(self.score(questions, texts)) if texts else []
+        if len(scores) != len(texts):
+            raise ValueError(f"the meaning check scored {len(scores)} of {len(texts)} paraphrases")
+        return [(CHANGED_MEANING if float(v) < self.threshold else None, float(v)) for v in scores]
 
 
 def _technique_listing(techniques: Sequence[Technique]) -> str:
@@ -107,9 +132,26 @@ def paraphrase_questions(aux: Generator, questions: Sequence[str],
                          techniques: Sequence[Technique] = DEFAULT_TECHNIQUES, *, seed: int = 0,
                          temperature: float = 0.7, top_p: float = 0.95, max_tokens: int = 64,
                          template: str = "paraphrase",
-                         references: Sequence[Sequence[str]] | None = None) -> list[list[Paraphrase]]:
+                         references: Sequence[Sequence[str]] | None = None,
+                         meaning: MeaningCheck | None = None) -> list[list[Paraphrase]]:
     """One paraphrase per technique for every question: one batched call, one batched retry of bad ones.
-    `references` holds each question's reference answers (empty without): a paraphrase stating one fails."""
+
+    Args:
+        aux: the model that paraphrases.
+        questions: the questions.
+        techniques: one paraphrase per technique and question.
+        seed: the run's seed; each request's seed derives from it, the question and the technique.
+        temperature: the paraphrases' sampling temperature (a retry samples at 0.7 at least).
+        top_p: nucleus sampling's share.
+        max_tokens: each paraphrase's token budget.
+        template: the paraphrase prompt's template.
+        references: each question's reference answers (empty without): a paraphrase stating one fails.
+        meaning: the meaning check, run on the paraphrases that pass the form checks (one batched score
+            per pass); None: form checks only.
+
+    Returns:
+        Per question, its paraphrases in technique order, each flagged `ok` or with its problem.
+    """
     if not techniques:
         raise ValueError("paraphrase_questions needs at least one technique")
     refs = [tuple(r) for r in references] if references is not None else [()] * len(questions)
@@ -124,20 +166,38 @@ def paraphrase_questions(aux: Generator, questions: Sequence[str],
     texts = [clean_paraphrase(g.text) for g in aux.generate(requests)]
     problems = [paraphrase_problem(questions[q], t, references=refs[q])
                 for (q, _), t in zip(slots, texts, strict=True)]
+    scores: list[float | None] = [None] * len(slots)
+    _check_meaning(meaning, [questions[q] for q, _ in slots], texts, problems, scores,
+                   range(len(slots)))
+    first = list(problems)
 
     retry = [s for s, p in enumerate(problems) if p is not None]
     if retry:
         # another seed, and some randomness even if the first pass was greedy
         again = [replace(requests[s], seed=stable_seed(seed, "retry", requests[s].seed, bits=31),
                          temperature=max(temperature, 0.7)) for s in retry]
-        for s, gen in zip(retry, aux.generate(again), strict=True):
-            text = clean_paraphrase(gen.text)
-            q = slots[s][0]
-            problem = paraphrase_problem(questions[q], text, references=refs[q])
-            if problem is None or problems[s] == "empty":
-                texts[s], problems[s] = text, problem
+        redrawn = [clean_paraphrase(gen.text) for gen in aux.generate(again)]
+        problems_again = [paraphrase_problem(questions[slots[s][0]], text, references=refs[slots[s][0]])
+                          for s, text in zip(retry, redrawn, strict=True)]
+        scores_again: list[float | None] = [None] * len(retry)
+        _check_meaning(meaning, [questions[slots[s][0]] for s in retry], redrawn, problems_again,
+                       scores_again, range(len(retry)))
+        for k, s in enumerate(retry):
+            if problems_again[k] is None or problems[s] == "empty":
+                texts[s], problems[s], scores[s] = redrawn[k], problems_again[k], scores_again[k]
 
     out: list[list[Paraphrase]] = [[] for _ in questions]
-    for (q, k), text, problem in zip(slots, texts, problems, strict=True):
-        out[q].append(Paraphrase(text, techniques[k].name, problem is None, problem))
+    for s, ((q, k), text, problem) in enumerate(zip(slots, texts, problems, strict=True)):
+        out[q].append(Paraphrase(text, techniques[k].name, problem is None, problem, first[s], scores[s]))
     return out
+
+
+def _check_meaning(meaning: MeaningCheck | None, questions: Sequence[str], texts: Sequence[str],
+                   problems: list[str | None], scores: list[float | None], slots: range) -> None:
+    """Score the slots that passed the form checks and flag those below the threshold, in place."""
+    if meaning is None:
+        return
+    passed = [s for s in slots if problems[s] is None]
+    found = meaning.problems([questions[s] for s in passed], [texts[s] for s in passed])
+    for s, (problem, score) in zip(passed, found, strict=True):
+        problems[s], scores[s] = problem, score

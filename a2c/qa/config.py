@@ -105,6 +105,26 @@ DEFAULT_TECHNIQUE_NAMES: tuple[str | TechniqueConfig, ...] = ("synonyms", "word 
                                                               "conjunctions")
 
 
+# the embedding judge's cosine below which a paraphrase asks another question: the threshold that separates
+# tests/fixtures/paraphrase_pairs.jsonl best (docs/concepts/generation.md, the meaning check)
+DEFAULT_MEANING_THRESHOLD = 0.82
+
+
+class MeaningCheckConfig(StrictModel):
+    """A paraphrase must keep its question's meaning: scored against the question by a judge (the
+    embedding judge by default; a directional one such as `entail` both ways, the lower score counting),
+    and failed as "changed meaning" below `threshold`, then retried as the form checks' failures are."""
+
+    judge: JudgeSpec = Field(default_factory=lambda: JudgeSpec.default("embedding"))
+    threshold: float = Field(DEFAULT_MEANING_THRESHOLD, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _bare_name(cls, judge: Any) -> Any:
+        """`judge: entail` is `judge: {name: entail}`, as in the judges list."""
+        return {"name": judge} if isinstance(judge, str) else judge
+
+
 class VariationConfig(StrictModel):
     techniques: list[str | TechniqueConfig] = Field(default_factory=lambda: list(DEFAULT_TECHNIQUE_NAMES),
                                                     min_length=1)
@@ -121,6 +141,8 @@ class VariationConfig(StrictModel):
     paraphrase_max_tokens: int = Field(64, ge=1)
     long_max_tokens: int = Field(96, ge=1)
     short_max_tokens: int = Field(16, ge=1)
+    # None: the form checks alone (the paper's); written only when set, so older configs resolve unchanged
+    meaning_check: MeaningCheckConfig | None = Field(None, exclude_if=lambda v: v is None)
 
     @field_validator("temperatures")
     @classmethod

@@ -31,13 +31,14 @@ from a2c.display.reporting import (
 from a2c.metrics import fleiss_kappa, rating_counts, spearman_rho
 from a2c.metrics.set_metrics import SET_METRICS, SetMetric
 from a2c.metrics.signal import oracle_curve, rejection_curve
+from a2c.prompting.paraphrase import CHANGED_MEANING
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
 from a2c.qa.conclusions import conclusions
 from a2c.qa.correctness.accuracy import accuracy_label
 from a2c.qa.dont_know import OF_CHOICES, OF_PICKS, heading
 from a2c.qa.format_following import FORMAT_FOLLOWING_NOTE, format_following_table
 from a2c.qa.risk_coverage import PLOT_RISK_COVERAGE, TABLE_DECLINE, decline_section
-from a2c.qa.rows import METRICS, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY, Source
+from a2c.qa.rows import METRICS, PARAPHRASES, PHASES, SOURCE_LABELS, SOURCES, SUMMARY, UNCERTAINTY, Source
 from a2c.qa.summary import (
     TRUTHFULQA_RULE,
     BeforeAfter,
@@ -201,6 +202,10 @@ def counts_table(summary: QASummary) -> Table:
     if counts.paraphrases is not None:
         rows += [["paraphrases", str(counts.paraphrases)],
                  ["paraphrases failed", str(counts.paraphrases_failed)]]
+    if counts.paraphrases_changed_meaning is not None:
+        rows += [["first draws that changed the meaning", str(counts.paraphrases_first_changed_meaning)],
+                 ["… retried into a passing paraphrase", str(counts.paraphrases_retried_into_passing)],
+                 ["paraphrases failed as changed meaning", str(counts.paraphrases_changed_meaning)]]
     for source, c in counts.choices.items():
         rows += [[f"rank prompts ({source})", str(c.rank_prompts)],
                  [f"rank replies naming no option ({source})", str(c.unparsed)],
@@ -464,6 +469,24 @@ def selection_section(summary: QASummary, table: Table) -> str:
 
 
 
+SHOWN_CHANGED = 10  # paraphrases failed as "changed meaning" the report lists (all are counted)
+
+
+def changed_meaning_section(store: Store, summary: QASummary) -> str:
+    """The paraphrases the meaning check left failed, the first few with their scores; "" for a run without
+    the check (or with none failed)."""
+    if not summary.counts.paraphrases_changed_meaning:
+        return ""
+    rows = [[p_row.question, p.text, fmt(p.meaning)] for p_row in store.iter_rows(PARAPHRASES)
+            for p in p_row.paraphrases if p.problem == CHANGED_MEANING]
+    made = summary.counts.paraphrases or 0
+    return ("\n## Paraphrases that changed the meaning\n\n"
+            f"{len(rows)} of {made} paraphrases scored below the meaning check's threshold after their "
+            "retry and were left out of the in-context paraphrases"
+            + (f"; the first {SHOWN_CHANGED}" if len(rows) > SHOWN_CHANGED else "") + ":\n\n"
+            + Table(["question", "paraphrase", "meaning score"], rows[:SHOWN_CHANGED]).markdown() + "\n")
+
+
 def _accuracy_phrase(summary: QASummary) -> str:
     """What the accuracy columns count, by the run's correctness rule; and how A2C asked, where not the
     paper's way (the default rule and order leave the sentence as it always read)."""
@@ -552,7 +575,8 @@ def write_report(store: Store, human_labels: Path | None = None) -> str:
                if with_refs else "")
             + "\n" + signal_section
             + (decline_section(store, summary, metrics, uncertainty) if with_refs else "")
-            + "\n## Counts\n\n" + counts.markdown() + "\n" + human_section
+            + "\n## Counts\n\n" + counts.markdown() + "\n" + changed_meaning_section(store, summary)
+            + human_section
             + f"\n![accuracy vs consistency]({PLOT_ACCURACY.name})\n"
             + f"\n![metric correlations]({PLOT_CORRELATIONS.name})\n")
     store.write_text(REPORT.name, text)

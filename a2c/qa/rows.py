@@ -53,6 +53,10 @@ class ParaphraseItem(Row):
     text: str
     ok: bool  # passed its checks (after one retry); a failed one is left out of Y_c and counted
     problem: str | None  # why it failed: "empty", "not a question", … (`a2c.variation.paraphrase_problem`)
+    # under a meaning check only (absent otherwise): why the first draw failed (None: no retry), and the
+    # check's score of the kept text (None: it failed a form check, so it was not scored)
+    first_problem: str | None = Field(None, exclude_if=lambda v: v is None)
+    meaning: float | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class ParaphraseRow(Row):

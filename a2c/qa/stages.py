@@ -31,6 +31,7 @@ from a2c.qa.config import ExperimentConfig
 from a2c.qa.correctness.accuracy import accuracy_columns, uses_run_generator
 from a2c.qa.data import QARecord
 from a2c.qa.data.samples import main_answers
+from a2c.qa.meaning import meaning_check
 from a2c.qa.measures import chunk_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import ask_to_choose
@@ -113,6 +114,23 @@ class QAContext(RunContext[ExperimentConfig]):
                 self._judges[spec.name] = build_judge(spec.name, **options)
         return self._judges
 
+    @cached_property
+    def meaning_judge(self) -> Judge:
+        """The paraphrase meaning check's judge (`variation.meaning_check.judge`), built once; a run judge
+        of the same name and options is reused rather than loaded twice."""
+        check = self.config.variation.meaning_check
+        assert check is not None, "no meaning check configured"
+        same = next((spec for spec in self.config.judges
+                     if (spec.name, spec.options) == (check.judge.name, check.judge.options)), None)
+        if same is not None:
+            return self.judges()[same.name]
+        options = check.judge.options
+        if JUDGES.get(check.judge.name).takes_run_generator and options.get("generator") is None:
+            options["generator"] = self.aux
+        if "cache" in judge_options(check.judge.name):
+            options.setdefault("cache", self.config.generator.cache)
+        return build_judge(check.judge.name, **options)
+
 
 def _digested(record: QARecord) -> dict[str, object]:
     """A record's fields as the dataset digest reads them: an empty `context` is left out, so standalone
@@ -139,7 +157,10 @@ def variation_slice(config: ExperimentConfig) -> Slice:
             "seed": config.seed,
             "techniques": _techniques(config),
             "paraphrase_max_tokens": config.variation.paraphrase_max_tokens,
-            "paraphrase_checks": PARAPHRASE_RULE}
+            "paraphrase_checks": PARAPHRASE_RULE,
+            # only when set, so runs without a meaning check keep their keys
+            **({"meaning_check": config.variation.meaning_check.model_dump(mode="json")}
+               if config.variation.meaning_check is not None else {})}
 
 
 def answers_slice(config: ExperimentConfig) -> Slice:
@@ -237,14 +258,19 @@ def run_variation(ctx: QAContext, stats: StageStats) -> None:
 
 def _paraphrase_rows(ctx: QAContext) -> Iterator[ParaphraseRow]:
     techniques = ctx.config.variation.resolved_techniques()
+    check = ctx.config.variation.meaning_check
+    meaning = None if check is None else meaning_check(ctx.meaning_judge, check.threshold)
     for chunk in ctx.chunks("paraphrases", ctx.questions):
         paraphrases = paraphrase_questions(ctx.aux, [q.question for q in chunk], techniques,
                                            seed=ctx.config.seed,
                                            max_tokens=ctx.config.variation.paraphrase_max_tokens,
                                            references=[ctx.records[q.id].references if q.id in ctx.records
-                                                       else () for q in chunk])
+                                                       else () for q in chunk], meaning=meaning)
+        # the first draw's problem and the meaning score are written only under a meaning check, so the
+        # paraphrases of a run without one stay byte for byte as they were
         yield from (ParaphraseRow(id=q.id, question=q.question, paraphrases=[
-            ParaphraseItem(technique=p.technique, text=p.text, ok=p.ok, problem=p.problem)
+            ParaphraseItem(technique=p.technique, text=p.text, ok=p.ok, problem=p.problem,
+                           **({"first_problem": p.first_problem, "meaning": p.meaning} if meaning else {}))
             for p in per_question]) for q, per_question in zip(chunk, paraphrases, strict=True))
 
 

@@ -21,6 +21,7 @@ from a2c.metrics.bootstrap import PairedDifference, defined_pairs, paired_differ
 from a2c.metrics.set_metrics import SET_METRICS, mean_defined
 from a2c.metrics.signal import Groups, Signal, signal
 from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES
+from a2c.prompting.paraphrase import CHANGED_MEANING
 from a2c.qa.columns import Columns, MetricColumns, SelectionColumns, UncertaintyColumns, optional
 from a2c.qa.config import ExperimentConfig
 from a2c.qa.correctness.rule import CORRECTNESS_RULES
@@ -123,6 +124,11 @@ class Counts(_Model):
     # sets of referenced questions left without accuracy because a grader rule (`llm`) could not read its
     # reply to one of their answers; None (and absent from the file) under a rule that asks no model
     ungraded_sets: int | None = Field(None, exclude_if=lambda n: n is None)
+    # under a meaning check only (None and absent otherwise): first draws that changed the meaning, those
+    # retried into a passing paraphrase, and paraphrases left failed as "changed meaning"
+    paraphrases_first_changed_meaning: int | None = Field(None, exclude_if=lambda n: n is None)
+    paraphrases_retried_into_passing: int | None = Field(None, exclude_if=lambda n: n is None)
+    paraphrases_changed_meaning: int | None = Field(None, exclude_if=lambda n: n is None)
 
 
 class Difference(_Model):
@@ -309,10 +315,20 @@ def summarize_metrics(store: Store, config: ExperimentConfig, prompts_cut: int =
         counts = counts.model_copy(update={"ungraded_sets": ungraded})
     if store.exists(PARAPHRASES.name):
         made = failed = 0
+        meaning = [0, 0, 0]
         for p in store.iter_rows(PARAPHRASES):
             made += len(p.paraphrases)
             failed += sum(not x.ok for x in p.paraphrases)
-        counts = counts.model_copy(update={"paraphrases": made, "paraphrases_failed": failed})
+            for x in p.paraphrases:
+                first = x.first_problem == CHANGED_MEANING
+                meaning[0] += first
+                meaning[1] += first and x.ok
+                meaning[2] += x.problem == CHANGED_MEANING
+        update: dict[str, int] = {"paraphrases": made, "paraphrases_failed": failed}
+        if config.variation.meaning_check is not None:
+            update |= dict(zip(("paraphrases_first_changed_meaning", "paraphrases_retried_into_passing",
+                                "paraphrases_changed_meaning"), meaning, strict=True))
+        counts = counts.model_copy(update=update)
     uncertainty = UncertaintyColumns.read(store.iter_rows(UNCERTAINTY)) if store.exists(UNCERTAINTY.name) \
         else None
     signal_rows = [SignalRow(metric=name, source=source, phase=phase, level=level, **dict(result))

@@ -55,6 +55,7 @@ from a2c.qa.rows import (
     ChoiceRow,
     GenerationRow,
     MetricRow,
+    ParaphraseItem,
     ParaphraseRow,
     Phase,
     Source,
@@ -295,13 +296,23 @@ def _metrics(run: _Run, qid: str) -> Section:
     return Section("Metrics before → after Ask-to-Choose", (TableBlock(table),))
 
 
+def _check(item: ParaphraseItem) -> str:
+    """The check's verdict, with the meaning score and a retried first draw's problem where the run had a
+    meaning check."""
+    text = "ok" if item.ok else f"failed: {item.problem}"
+    if item.meaning is not None:
+        text += f" (meaning {item.meaning:.2f})"
+    if item.first_problem is not None and item.ok:
+        text += f"; first draw: {item.first_problem}"
+    return text
+
+
 def _paraphrases(run: _Run, qid: str) -> tuple[Section, ...]:
     if qid not in run.paraphrases:
         return ()
     items = run.paraphrases[qid].paraphrases
     table = Table(["#", "technique", "paraphrase", "check"],
-                  [[_label("paraphrase", k), p.technique, p.text, "ok" if p.ok else f"failed: {p.problem}"]
-                   for k, p in enumerate(items)])
+                  [[_label("paraphrase", k), p.technique, p.text, _check(p)] for k, p in enumerate(items)])
     return (Section("Paraphrases", (TableBlock(table, tuple("" if p.ok else "failed" for p in items)),)),)
 
 

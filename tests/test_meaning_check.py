@@ -4,7 +4,7 @@ is retried; its threshold comes from the labelled pairs in tests/fixtures/paraph
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +12,6 @@ import pytest
 from pydantic import ValidationError
 
 from a2c.judges import build_judge
-from a2c.llm.base import Completion, Generation, GenerationStats
 from a2c.prompting.paraphrase import (
     CHANGED_MEANING,
     DEFAULT_TECHNIQUES,
@@ -26,26 +25,11 @@ from a2c.qa.summary import read_summary
 from a2c.run.config_file import load_config
 from a2c.run.pipeline import run_experiment
 from a2c.run.store import RunFolder
+from tests.test_paraphrase_checks import Replies  # a generator replying from lists
 
 PAIRS = Path(__file__).parent / "fixtures" / "paraphrase_pairs.jsonl"
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER = "How many legs does a spider have?"
-
-
-@dataclass
-class Replies:
-    """A generator replying from a list per `generate` call, in request order."""
-
-    calls: list[list[str]]
-    backend: str = "replies"
-    model: str = "replies"
-    stats: GenerationStats = field(default_factory=GenerationStats)
-    asked: list[int] = field(default_factory=list)
-
-    def generate(self, requests):
-        texts = self.calls.pop(0)
-        self.asked.append(len(requests))
-        return [Generation(r, [Completion(t)]) for r, t in zip(requests, texts, strict=True)]
 
 
 def _table(scores: dict[tuple[str, str], float]) -> MeaningCheck:

@@ -193,7 +193,7 @@ GOOD = {"id": "ok", "question": "Is water wet?", "samples": ["Yes."]}
     ({"id": "q", "question": "Why?", "samples": [{"text": "A", "logprobs": ["-0.1"]}]},
      "samples[0].logprobs[0] must be a finite number, got str"),
     ({"id": "q", "question": "Why?", "samples": [{"text": "A", "logprobs": "high"}]},
-     "samples[0].logprobs is not a JSON list of numbers"),
+     "samples[0].logprobs is not a valid JSON list of numbers"),
     ({"id": "q", "question": "Why?", "samples": [{"text": "A", "logprobs": {"a": -1}}]},
      "samples[0].logprobs must be a list of numbers"),
     ({"id": "q", "question": "Why?", "samples": [{"text": "A", "temp": 0.5}]},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -122,11 +122,19 @@ def record_from_row(row: Row, columns: Mapping[str, str], *, index: int, id_pref
                     category=_text(row, columns.get("category")))
 
 
-def records_from_table(table: Table, columns: ColumnMap, *, id_prefix: str, separator: str = ";"
-                       ) -> list[QARecord]:
-    """Every row of `table` as a record, checked: columns first, then each row, then unique ids."""
-    resolved = columns.resolve(table)
-    records: list[QARecord] = []
+def checked_records(table: Table, resolved: Mapping[str, str], *, id_prefix: str, separator: str = ";"
+                    ) -> Iterator[tuple[Row, QARecord]]:
+    """Each row of `table` with its record, in order; an id used twice is refused naming both rows.
+
+    Args:
+        table: the rows.
+        resolved: field → column, as `ColumnMap.resolve` gives it.
+        id_prefix: ids without an id column are `<prefix>-<row index>`.
+        separator: splits a reference list cell that is not a JSON list.
+
+    Returns:
+        (row, record) pairs.
+    """
     first_seen: dict[str, str] = {}
     for index, row in enumerate(table.rows):
         record = record_from_row(row, resolved, index=index, id_prefix=id_prefix, separator=separator)
@@ -134,5 +142,11 @@ def records_from_table(table: Table, columns: ColumnMap, *, id_prefix: str, sepa
             raise DatasetError(f"{row.where}: id {record.id!r} is used twice (first at "
                                f"{first_seen[record.id]})")
         first_seen[record.id] = row.where
-        records.append(record)
-    return records
+        yield row, record
+
+
+def records_from_table(table: Table, columns: ColumnMap, *, id_prefix: str, separator: str = ";"
+                       ) -> list[QARecord]:
+    """Every row of `table` as a record, checked: columns first, then each row, then unique ids."""
+    return [record for _, record in checked_records(table, columns.resolve(table), id_prefix=id_prefix,
+                                                    separator=separator)]

@@ -32,7 +32,7 @@ from a2c.common.files import DEFAULT_ENCODING
 from a2c.common.untrusted import is_blank, parse_json
 from a2c.data.errors import DatasetError
 from a2c.data.tables import Row, Table, read_table
-from a2c.qa.data.columns import ColumnMap, record_from_row
+from a2c.qa.data.columns import ColumnMap, checked_records, record_from_row
 from a2c.qa.data.records import QARecord
 
 Layout = Literal["per_question", "per_sample"]
@@ -154,15 +154,20 @@ def _paraphrase(where: str, what: str, value: Any) -> str | None:
     return None if is_blank(value) else value.strip()
 
 
+def _json_cell(where: str, what: str, text: str, expected: str) -> Any:
+    """A CSV cell's JSON list, parsed; `expected` says what it should hold, for the error."""
+    try:
+        return parse_json(text)
+    except (json.JSONDecodeError, ValueError):
+        raise DatasetError(f"{where}: {what} is not a valid JSON list of {expected}: {text[:60]!r}") from None
+
+
 def _logprobs(where: str, what: str, value: Any) -> tuple[float, ...] | None:
     """Per-token log-probabilities: a list of finite numbers <= 0 (in a CSV cell, a JSON list)."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        try:
-            value = parse_json(value)
-        except (json.JSONDecodeError, ValueError):
-            raise DatasetError(f"{where}: {what} is not a JSON list of numbers: {value[:60]!r}") from None
+        value = _json_cell(where, what, value, "numbers")
     if not isinstance(value, list | tuple):
         raise DatasetError(f"{where}: {what} must be a list of numbers (one log-probability per token), "
                            f"got {_kind(value)}")
@@ -221,20 +226,11 @@ def _question_columns(columns: ColumnMap, table: Table) -> dict[str, str]:
 def _per_question(table: Table, fields: dict[str, str], answers: dict[str, str], id_prefix: str,
                   separator: str) -> list[SampledRecord]:
     records: list[SampledRecord] = []
-    first_seen: dict[str, str] = {}
     listed = answers["samples"]
-    for index, row in enumerate(table.rows):
-        record = record_from_row(row, fields, index=index, id_prefix=id_prefix, separator=separator)
-        if record.id in first_seen:
-            raise DatasetError(f"{row.where}: id {record.id!r} is used twice (first at "
-                               f"{first_seen[record.id]})")
-        first_seen[record.id] = row.where
+    for row, record in checked_records(table, fields, id_prefix=id_prefix, separator=separator):
         value = row.values.get(listed)
         if isinstance(value, str) and value.strip().startswith("["):  # a CSV cell holding a JSON list
-            try:
-                value = parse_json(value)
-            except (json.JSONDecodeError, ValueError):
-                raise DatasetError(f"{row.where}: column {listed!r} is not a valid JSON list") from None
+            value = _json_cell(row.where, f"column {listed!r}", value, "samples")
         if not isinstance(value, list | tuple):
             raise DatasetError(f"{row.where}: column {listed!r} must be a list of samples, got "
                                f"{_kind(value)}")

@@ -69,7 +69,14 @@ def test_the_report_holds_the_rules_accuracy_and_signal_table(runs):
     signal = [row for row in summary["signal"] if row["auroc"] is not None]
     assert signal and all(0.0 <= row["auroc"] <= 1.0 for row in signal)
     report = (f1 / "report.md").read_text()
-    assert "## Consistency as a signal of correctness" in report and "F1" in report
+    assert "## Consistency as a signal of correctness" in report and "F1-A" in report
+    assert "correct under the `token_f1` rule" in report and "closer to a correct" not in report
+    from a2c.qa.headline import headline
+    from a2c.qa.summary import read_summary
+    from a2c.run.store import RunFolder
+
+    said = headline(read_summary(RunFolder(f1), "summary.json", hint=""), width=None)
+    assert "correct under the token_f1 rule" in said and "closer to a correct" not in said
     # the ROUGE-L copy asked no model: its answers stage is the F1 run's, only the metrics ran again
     stages = RESCORED_STAGES
     assert stages["metrics"].why == "config changed: correctness_rule"

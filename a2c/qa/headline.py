@@ -20,7 +20,7 @@ from a2c.qa.correctness.accuracy import accuracy_label
 from a2c.qa.dont_know import OF_CHOICES, heading
 from a2c.qa.metric_columns import judge_label
 from a2c.qa.report import TABLE_BEFORE_AFTER, before_after_table
-from a2c.qa.summary import QASummary
+from a2c.qa.summary import TRUTHFULQA_RULE, QASummary
 
 __all__ = ["abridged_columns", "aligned", "fitted", "headline", "stacked"]
 
@@ -101,6 +101,13 @@ def _width() -> int | None:
     return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
+def _counted(summary: QASummary) -> str:
+    """What an accurate answer is under the run's correctness rule."""
+    if summary.accuracy_rule == TRUTHFULQA_RULE:
+        return "closer to a correct than to an incorrect reference"
+    return f"correct under the {summary.accuracy_rule} rule (the best over the gold answers)"
+
+
 def headline(summary: QASummary, *, width: int | None = -1) -> str:
     """The abridged before → after table and how to read it.
 
@@ -119,8 +126,8 @@ def headline(summary: QASummary, *, width: int | None = -1) -> str:
     rows = [[row[i] for i, _ in picks] for row in table.rows]
     note = (f"Before → after Ask-to-Choose on {summary.model}, means over "
             f"{plural(summary.counts.questions, 'question')}; in brackets the 95% interval of after − "
-            "before, paired over questions. Accuracy is the share of answers closer to a correct than to an "
-            "incorrect reference; consistency is mean Cons_sem (higher = more consistent; entropy: lower). "
+            f"before, paired over questions. Accuracy is the share of answers {_counted(summary)}; "
+            "consistency is mean Cons_sem (higher = more consistent; entropy: lower). "
             f"Columns abridged: report.md and {TABLE_BEFORE_AFTER.name} in the run folder have every judge "
             "and metric.")
     paragraph = textwrap.fill(note, width=max(width, 40), break_long_words=False, break_on_hyphens=False) \

@@ -31,6 +31,7 @@ class SlowServer:
         self.status: int | None = None
         self.fails: Callable[[dict], bool] = lambda body: False
         self.models: list[dict[str, Any]] | None = []  # the `/models` data; None: answer 404
+        self.choice: dict[str, Any] = {}  # fields added to every answer's choice (`text`, a `logprobs` shape)
         self.model_lists = 0  # GET /models requests seen
         self.arrived: list[dict] = []
         self.answered: list[dict] = []
@@ -91,7 +92,7 @@ class SlowServer:
                     self._send(status, {"error": "busy"})
                     return
                 self._send(200, {"choices": [{"message": {"role": "assistant", "content": f"Answer {n}."},
-                                              "finish_reason": "stop"}],
+                                              "finish_reason": "stop", **server.choice}],
                                  "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
                 with server._lock:
                     server.answered.append(body)

@@ -23,6 +23,7 @@ from inspect_ai.model import (
     ModelOutput,
 )
 
+from a2c.llm import logprobs as token_logprobs
 from a2c.llm.base import Completion, Generation, GenerationRequest, GenerationStats, Message
 from a2c.llm.sampling import sample_seed
 
@@ -45,15 +46,25 @@ def generate_config(request: GenerationRequest, sample: int) -> GenerateConfig:
                           top_logprobs=request.logprobs)
 
 
-def completion_of(output: ModelOutput) -> Completion:
+def completion_of(output: ModelOutput, k: int | None = None) -> Completion:
+    """A model's output as a `Completion`; `k` = 0 (the chosen tokens only) leaves the top-k out."""
     logprobs = None
+    tokens: list[str] | None = None
+    chosen: list[float] | None = None
     found = output.choices[0].logprobs if output.choices else None
     if found is not None:
         logprobs = [{t.token: t.logprob for t in (lp.top_logprobs or [])} or {lp.token: lp.logprob}
                     for lp in found.content]
+        chosen = token_logprobs.chosen([lp.logprob for lp in found.content])
+        tokens = token_logprobs.texts([lp.token for lp in found.content], len(found.content))
+        if chosen is None:
+            tokens = None
+        if k == 0:
+            logprobs = None
     finish = _FINISH.get(output.stop_reason, output.stop_reason)
     return Completion(text=output.completion, finish_reason=finish,
-                      completion_tokens=output.usage.output_tokens if output.usage else 0, logprobs=logprobs)
+                      completion_tokens=output.usage.output_tokens if output.usage else 0, logprobs=logprobs,
+                      token_logprobs=chosen, tokens=tokens)
 
 
 @dataclass
@@ -76,7 +87,7 @@ class InspectGenerator:
         outputs = anyio.from_thread.run(self._generate_all, list(requests))
         out = []
         for request, samples in zip(requests, outputs, strict=True):
-            completions = [completion_of(o) for o in samples]
+            completions = [completion_of(o, request.logprobs) for o in samples]
             prompt_tokens = samples[0].usage.input_tokens if samples[0].usage else 0
             self.stats.generated += len(completions)
             self.stats.prompt_tokens += prompt_tokens * len(completions)

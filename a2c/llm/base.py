@@ -37,13 +37,17 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     n: int = 1
-    logprobs: int | None = None  # number of top log-probabilities wanted per generated token
+    # log-probabilities per generated token: None asks for none; k >= 0 asks for the chosen token's
+    # (`Completion.token_logprobs`) and, for k >= 1, the k most probable beside it (`Completion.logprobs`)
+    logprobs: int | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a GenerationRequest needs exactly one of prompt= or messages=")
         if self.n < 1:
             raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.logprobs is not None and self.logprobs < 0:
+            raise ValueError(f"logprobs must be None or >= 0, got {self.logprobs}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
         if not 0.0 < self.top_p <= 1.0:  # False for NaN and inf too
@@ -55,13 +59,24 @@ class GenerationRequest:
 
 @dataclass
 class Completion:
-    """One sample of a request."""
+    """One sample of a request.
+
+    Asked for log-probabilities (`GenerationRequest.logprobs`), a backend fills `token_logprobs` with
+    log p of each generated token and `tokens` with their texts: the white-box signal that sequence
+    probability, perplexity and semantic entropy are built on, kept apart from the top-k because a sampled
+    token may lie outside it. In-process backends read the model's own distribution (temperature 1, before
+    top-p), whatever the request samples with; a server reports its own. `logprobs` holds the top-k per
+    position plus the chosen token, for k >= 1 only. Each is None where not asked for or where the backend
+    or server did not give it.
+    """
 
     text: str
     finish_reason: str | None = None
     completion_tokens: int = 0
-    # per generated token: {token text: log-probability} for the top-k tokens, where the backend gives them
+    # per generated token: {token text: log-probability} for the top-k tokens and the chosen one
     logprobs: list[dict[str, float]] | None = None
+    token_logprobs: list[float] | None = None  # per generated token: the chosen token's log-probability
+    tokens: list[str] | None = None  # per generated token: its text, as the backend decodes it alone
 
 
 @dataclass

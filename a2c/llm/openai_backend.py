@@ -43,6 +43,7 @@ from tenacity.stop import stop_base
 
 from a2c.common.errors import A2CError
 from a2c.common.redact import redact, remember_secret
+from a2c.llm import logprobs
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import OpenAIConfig
 from a2c.llm.connections import Connections, status_error
@@ -187,7 +188,8 @@ class OpenAIBackend:
         status, data = self._http.request("POST", url, _JSON.encode(body).encode(), max_bytes=bound)
         if status >= 400:
             raise status_error("POST", url, status, data)
-        return _parse(url, _json(url, data), chat=chat)
+        k = body.get("top_logprobs" if chat else "logprobs")  # the top-k asked for, None when none were
+        return _parse(url, _json(url, data), chat=chat, k=k)
 
     def complete(self, request: GenerationRequest, stop: threading.Event) -> SampleResult:
         """One request, retried as `_with_retries` says; a refusal (4xx but 429) fails at once."""
@@ -366,26 +368,50 @@ def _json(url: str, data: bytes) -> Any:
         raise httpx.RemoteProtocolError(f"malformed response from {url}: {why}: {redact(text)!r}") from None
 
 
-def _parse(url: str, data: Any, *, chat: bool) -> SampleResult:
+def _parse(url: str, data: Any, *, chat: bool, k: int | None = None) -> SampleResult:
     try:
         choice = data["choices"][0]
         text = choice["message"]["content"] if chat else choice["text"]
         if not isinstance(text, str):
             raise TypeError("text is not a string")
         usage = data.get("usage") or {}
+        top, tokens, chosen = read_logprobs(choice.get("logprobs"), chat=chat, k=k)
         completion = Completion(text, choice.get("finish_reason"), int(usage.get("completion_tokens") or 0),
-                                _logprobs(choice.get("logprobs"), chat=chat))
+                                top, token_logprobs=chosen, tokens=tokens)
         return SampleResult(completion, int(usage.get("prompt_tokens") or 0))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise httpx.RemoteProtocolError(
             f"malformed response from {url}: {exc!r} in {redact(str(data))[:200]}") from None
 
 
-def _logprobs(raw: Any, *, chat: bool) -> list[dict[str, float]] | None:
-    if not raw:
-        return None
-    if chat:  # {"content": [{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}]}
-        return [{**{t["token"]: t["logprob"] for t in step.get("top_logprobs") or []},
-                 step["token"]: step["logprob"]} for step in raw.get("content") or []]
-    tops = raw.get("top_logprobs") or []  # completions: [{token: logprob}] per generated token
-    return [dict(step) for step in tops if step is not None]
+def read_logprobs(raw: Any, *, chat: bool, k: int | None
+                  ) -> tuple[list[dict[str, float]] | None, list[str] | None, list[float] | None]:
+    """(top-k per position with the chosen token, chosen tokens' texts, their log-probabilities) from a
+    choice's `logprobs`; each None where the server sent none or sent something else (a server that
+    ignores the parameter, or `null` and `NaN` entries), never an error: the text is still the answer.
+
+    Chat: `{"content": [{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}]}`; completions:
+    `{"tokens": [...], "token_logprobs": [...], "top_logprobs": [{token: logprob}, ...]}`."""
+    if not isinstance(raw, dict):
+        return None, None, None
+    if chat:
+        steps = raw.get("content")
+        if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+            return None, None, None
+        chosen = logprobs.chosen([step.get("logprob") for step in steps])
+        tokens = logprobs.texts([step.get("token") for step in steps], len(steps))
+        tops: list[Any] = []
+        for step in steps:
+            alternatives = step.get("top_logprobs") or []
+            if not isinstance(alternatives, list) or not all(isinstance(t, dict) for t in alternatives):
+                tops = []
+                break
+            tops.append({t.get("token"): t.get("logprob") for t in alternatives})
+        top = logprobs.top_k(tops if len(tops) == len(steps) else None, k)
+    else:
+        chosen = logprobs.chosen(raw.get("token_logprobs"))
+        tokens = logprobs.texts(raw.get("tokens"), len(chosen) if chosen is not None else None)
+        top = logprobs.top_k(raw.get("top_logprobs"), k)
+    if chosen is None or tokens is None:  # a log-probability without its token cannot be placed
+        chosen, tokens = None, None
+    return logprobs.with_chosen(top, tokens, chosen), tokens, chosen

@@ -174,7 +174,7 @@ class CachedGenerator:
         results: list[SampleResult | None] = [None] * len(slots)
         from_cache = [False] * len(slots)
         for s, key in enumerate(keys):
-            if key in stored:
+            if key in stored and _has_token_logprobs(stored[key], requests[slots[s][0]]):
                 result = _from_json(stored[key], self.cache.path)
                 # a sample of a cut prompt answers this request only if the prompt would be cut the same way
                 if result.truncated_to is None or result.truncated_to == self.impl.truncates_to:
@@ -210,7 +210,7 @@ class CachedGenerator:
                 self.stats.completion_tokens += result.completion.completion_tokens
             entries = {}
             for j, result in done:
-                value = _to_json(result)
+                value = _to_json(result, asked=jobs[j].logprobs is not None)
                 entries[keys[todo[j]]] = value
                 entries.update(dict.fromkeys(also.get(todo[j], ()), value))
             self.cache.put_many(entries, CACHE_NAMESPACE)
@@ -259,10 +259,26 @@ class CachedGenerator:
                       "(context_policy: truncate)", ContextLengthWarning, stacklevel=3)
 
 
-def _to_json(result: SampleResult) -> dict[str, Any]:
+def _to_json(result: SampleResult, *, asked: bool = True) -> dict[str, Any]:
+    """The stored form of one answer. Top-k stay `{token: log-probability}` per position: parallel token
+    and value lists are no shorter in JSON. Unless log-probabilities were `asked` for, the empty
+    `token_logprobs` and `tokens` are left out, so such an entry is what it was before they existed;
+    where they were asked for, both are written even as None (the backend gave none), which tells the entry
+    from one written before them (`_has_token_logprobs`)."""
     cut = {} if result.truncated_to is None else {"truncated_to": result.truncated_to}
     # the completion's fields as they are (asdict would deep-copy the logprobs only to serialise them)
-    return {**vars(result.completion), "prompt_tokens": result.prompt_tokens, **cut}
+    fields = vars(result.completion)
+    if not asked and fields.get("token_logprobs") is None and fields.get("tokens") is None:
+        fields = {k: v for k, v in fields.items() if k not in ("token_logprobs", "tokens")}
+    return {**fields, "prompt_tokens": result.prompt_tokens, **cut}
+
+
+def _has_token_logprobs(value: Any, request: GenerationRequest) -> bool:
+    """Whether a stored answer holds what the request asks for: one asking for log-probabilities needs an
+    entry that records the chosen tokens' (`token_logprobs`, None where the backend gave none). Entries
+    written before that field existed hold only the top-k under the same key: they are drawn again and
+    overwritten, not served without it."""
+    return request.logprobs is None or not isinstance(value, dict) or "token_logprobs" in value
 
 
 def _from_json(value: Any, path: Path | None) -> SampleResult:
@@ -273,6 +289,10 @@ def _from_json(value: Any, path: Path | None) -> SampleResult:
         completion = Completion(**value)
         if not isinstance(completion.text, str):
             raise TypeError("text is not a string")
+        chosen = completion.token_logprobs
+        if chosen is not None and not (isinstance(chosen, list)
+                                       and all(type(v) in (int, float) for v in chosen)):
+            raise TypeError("token_logprobs is not a list of numbers")
     except (TypeError, ValueError) as exc:  # not what _to_json wrote
         raise damaged_cache(path, f"a generation entry is not a stored answer ({exc})") from None
     return SampleResult(completion, prompt_tokens, truncated_to)

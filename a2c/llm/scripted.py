@@ -6,7 +6,8 @@ predict each reply. The model name is the script: `scripted` replies with one of
 `scripted:Yes|No` with one of "Yes", "No". A greedy request's reply depends on its prompt alone; a
 sampled one's also on its seed and temperature, so samples differ the way real ones do.
 
-Asked for log-probabilities, `scripted` puts all the mass on its reply (a fully confident model);
+Asked for log-probabilities, `scripted` puts all the mass on its reply (a fully confident model), one
+"token" long;
 `scripted-spread:…` spreads it over every scripted reply (`spread_logprobs`), so code that weighs label
 probabilities against each other (contextual calibration) has something to weigh.
 """
@@ -80,10 +81,15 @@ class ScriptedBackend:
         done = []
         for j, job in enumerate(jobs):
             text = scripted_reply(job, self.replies)
-            # one "token" per reply, carrying all the mass (or, spread, the most)
-            logprobs = None
-            if job.logprobs is not None and text:
-                logprobs = [spread_logprobs(job, text, self.replies) if self.spread else {text: 0.0}]
             prompt = job.prompt if job.prompt is not None else flatten(job.messages or ())
-            done.append((j, SampleResult(Completion(text, "stop", 1, logprobs), len(prompt.split()))))
+            done.append((j, SampleResult(self.completion(job, text), len(prompt.split()))))
         emit(done)
+
+    def completion(self, job: GenerationRequest, text: str) -> Completion:
+        """The reply as one "token" carrying all the mass (or, spread, the most): its log-probability is
+        the one its top-k gives it, so the two never disagree; k = 0 gives the chosen token alone."""
+        if job.logprobs is None or not text:
+            return Completion(text, "stop", 1)
+        top = spread_logprobs(job, text, self.replies) if self.spread else {text: 0.0}
+        return Completion(text, "stop", 1, [top] if job.logprobs > 0 else None,
+                          token_logprobs=[top[text]], tokens=[text])

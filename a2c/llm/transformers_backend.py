@@ -236,23 +236,43 @@ class TransformersBackend:
             cut = min((text.find(s) for s in stop if s in text), default=-1)
             if cut >= 0:
                 text, finish = text[:cut], "stop"
-            top = None
+            top: list[dict[str, float]] | None = None
+            tokens_text: list[str] | None = None
+            chosen: list[float] | None = None
             if logprobs is not None and out is not None:
-                top = []
-                for step in range(n_tokens):
-                    lp = torch.log_softmax(out.logits[step][row].float(), dim=-1)
-                    ids = lp.topk(max(logprobs, 1)).indices.tolist()
-                    if tokens[step] not in ids:
-                        ids.append(tokens[step])
-                    # tokens that decode to the same text share one entry holding their summed probability:
-                    # SentencePiece's "▁Yes" and "Yes" both decode to "Yes"
-                    same_text: dict[str, list[int]] = defaultdict(list)
-                    for i in ids:
-                        same_text[tok.decode([i])].append(i)
-                    top.append({piece: torch.logsumexp(lp[group], dim=0).item()
-                                for piece, group in same_text.items()})
-            results.append(SampleResult(Completion(text, finish, n_tokens, top), int(prompt_lengths[row])))
+                top, tokens_text, chosen = self._logprobs(out.logits, row, tokens[:n_tokens], logprobs)
+            results.append(SampleResult(Completion(text, finish, n_tokens, top, token_logprobs=chosen,
+                                                   tokens=tokens_text), int(prompt_lengths[row])))
         return results
+
+    def _logprobs(self, logits: Any, row: int, tokens: list[int], k: int
+                  ) -> tuple[list[dict[str, float]] | None, list[str], list[float]]:
+        """Top-k (k >= 1) with the chosen token, the chosen tokens' texts and their log-probabilities for
+        one row. `logits` are `generate`'s raw ones (`output_logits`), before the row sampler's temperature
+        and top-p: log_softmax of them is the model's own distribution, the one sequence-probability and
+        entropy signals are defined on (LM-Polygraph reads the same), whatever the sampling settings."""
+        import torch
+
+        tok = self.tokenizer
+        top: list[dict[str, float]] | None = [] if k > 0 else None
+        pieces, chosen = [], []
+        for step, token in enumerate(tokens):
+            lp = torch.log_softmax(logits[step][row].float(), dim=-1)
+            pieces.append(tok.decode([token]))
+            chosen.append(lp[token].item())
+            if top is None:
+                continue
+            ids = lp.topk(k).indices.tolist()
+            if token not in ids:
+                ids.append(token)
+            # tokens that decode to the same text share one entry holding their summed probability:
+            # SentencePiece's "▁Yes" and "Yes" both decode to "Yes"
+            same_text: dict[str, list[int]] = defaultdict(list)
+            for i in ids:
+                same_text[tok.decode([i])].append(i)
+            top.append({piece: torch.logsumexp(lp[group], dim=0).item()
+                        for piece, group in same_text.items()})
+        return top, pieces, chosen
 
     def _static_decode(self, enc: Any, jobs: list[GenerationRequest], max_tokens: int,
                        stop: tuple[str, ...]) -> Any:

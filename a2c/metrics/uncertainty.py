@@ -336,9 +336,9 @@ def kernel_language_entropy(weights: object, t: float = KLE_TIME) -> float | Non
     eigendecomposition of L. Normalisation, cut and scaling follow LM-Polygraph (which follows the KLE
     authors' code): K is scaled to unit diagonal and divided by n (a unit-trace density matrix ρ);
     eigenvalues of ρ below 1e-8 are left out of −Σ μ·ln μ; the entropy is divided by ln n, so 0 = one
-    meaning (ρ of rank 1), 1 = no edges at all (ρ = I/n). The Laplacian's sign follows the paper and the
-    KLE authors' code (L = D − W, positive semidefinite): LM-Polygraph's estimator writes L = W − D, and
-    with exp(−t·L) that turns diffusion into its inverse.
+    meaning (ρ of rank 1), 1 = no edges at all (ρ = I/n). The Laplacian's sign follows the paper, the
+    KLE authors' code and LM-Polygraph 0.7.0 (L = D − W, positive semidefinite). LM-Polygraph's graph
+    adds both directions (twice `nli_weights`), so its KLE at time t is this one at 2t.
 
     Args:
         weights: an n×n non-negative weight graph (`nli_weights`, or a similarity matrix).

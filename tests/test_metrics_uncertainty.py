@@ -252,15 +252,23 @@ def test_bad_options_and_degenerate_inputs_are_refused():
 def test_registry_declares_statistic_kind_and_orientation():
     assert set(UNCERTAINTY_MEASURES) == {
         "num_semantic_sets", "eigval_laplacian", "degree_uncertainty", "eccentricity", "degree_confidence",
-        "eccentricity_confidence", "kernel_language_entropy"}
+        "eccentricity_confidence", "kernel_language_entropy", "maximum_sequence_probability", "perplexity"}
+    tokens = [np.log([0.5, 0.25]), np.log([0.9])]  # a set's answers' chosen-token log-probabilities
     inputs = {"similarity": GRADED, "equivalence": GRADED >= 0.5,
-              "nli": nli_weights(GRADED, np.zeros((3, 3)))}
+              "nli": nli_weights(GRADED, np.zeros((3, 3))), "tokens": tokens}
     for name, measure in UNCERTAINTY_MEASURES.items():
         value = measure.function(inputs[measure.statistic])
         assert measure.per_answer == isinstance(value, np.ndarray), name
         assert measure.as_confidence(None) is None
+    # "higher = more confident" after orientation: the likelier answer is the more confident one
+    for name in ("maximum_sequence_probability", "perplexity"):
+        measure = UNCERTAINTY_MEASURES.get(name)
+        low, high = measure.as_confidence(measure.function(tokens))
+        assert high > low, name
     # "higher = more confident" after orientation: full agreement beats the graded matrix for every measure
     for name, measure in UNCERTAINTY_MEASURES.items():
+        if measure.statistic == "tokens":
+            continue
         if measure.statistic == "equivalence":
             calm, torn = np.ones((3, 3), dtype=bool), np.eye(3, dtype=bool)
         else:
@@ -314,8 +322,8 @@ def test_a_chunk_of_sets_measures_each_set_to_the_bit_as_it_alone_would(sets):
     for (matrices, decisions), (per_set, per_answer) in zip(given_sets, together, strict=True):
         assert (per_set, per_answer) == set_measures(matrices, judges, decisions)
         for name, measure in UNCERTAINTY_MEASURES.items():
-            if measure.statistic == "nli":
-                assert name not in per_set
+            if measure.statistic in ("nli", "tokens"):  # no NLI judges, no log-probabilities given
+                assert name not in per_set and name not in per_answer
                 continue
             for judge in matrices:
                 statistic = decisions[judge] if measure.statistic == "equivalence" else matrices[judge]

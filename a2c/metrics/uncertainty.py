@@ -30,13 +30,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from a2c.common.registry import Registry
 from a2c.metrics.matrices import square
+from a2c.metrics.whitebox import log_perplexity, maximum_sequence_probability
 
 ECCENTRICITY_THRESHOLD = 0.9  # LM-Polygraph's eigenvalue cut for the eccentricity embedding
 KLE_TIME = 0.3  # LM-Polygraph's heat-kernel time t (its default, from the KLE paper)
@@ -363,7 +364,7 @@ def kernel_language_entropy(weights: object, t: float = KLE_TIME) -> float | Non
 
 
 Kind = Literal["uncertainty", "confidence"]
-Statistic = Literal["similarity", "equivalence", "nli"]
+Statistic = Literal["similarity", "equivalence", "nli", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -372,11 +373,14 @@ class Measure:
 
     `statistic` is what to feed `function`: "similarity" a judge's n×n agreement matrix, "equivalence" the
     judge's boolean both-ways decisions (`Judge.equivalent`), "nli" the weight graph
-    `nli_weights(entail, contra)` of the `entail` and `contra` judges. `per_answer` measures return one
-    value per answer (an array), the others one per set. `stacked`, where given, computes the measure of
+    `nli_weights(entail, contra)` of the `entail` and `contra` judges, "tokens" the answers' chosen-token
+    log-probabilities (one array per answer: a white-box measure, `a2c.metrics.whitebox`, which needs a
+    backend that returns them). `per_answer` measures return one value per answer (an array), the others
+    one per set. `stacked`, where given, computes the measure of
     every matrix of a `MatrixStack` at once, to the same bits as `function` matrix by matrix."""
 
-    function: Callable[[np.ndarray], float | int | np.ndarray | None]
+    # a matrix → its value(s); for the "tokens" statistic, a set's answers' log-probabilities → one per answer
+    function: Callable[[Any], float | int | np.ndarray | None]
     kind: Kind
     statistic: Statistic
     label: str  # what tables call it: the paper's symbol
@@ -396,6 +400,16 @@ class Measure:
         return -value
 
 
+def _msp(answers: Sequence[np.ndarray]) -> np.ndarray:
+    """−log P(y|x) of each answer of a set, from its chosen tokens' log-probabilities."""
+    return maximum_sequence_probability(list(answers))
+
+
+def _log_perplexity(answers: Sequence[np.ndarray]) -> np.ndarray:
+    """−(1/L)·log P(y|x) of each answer of a set (LM-Polygraph's `Perplexity`)."""
+    return log_perplexity(list(answers))
+
+
 UNCERTAINTY_MEASURES: Registry[Measure] = Registry("uncertainty measure", base=Measure,
                                                        group="a2c.uncertainty")
 # in the order a run's uncertainty rows list them (`Registry.items(as_registered=True)`)
@@ -412,5 +426,8 @@ for _name, _measure in (
     ("eccentricity_confidence", Measure(eccentricity_confidence, "confidence", "similarity", "C_Ecc",
                                         per_answer=True, stacked=eccentricity_confidence_of)),
     ("kernel_language_entropy", Measure(kernel_language_entropy, "uncertainty", "nli", "KLE")),
+    # white-box: each answer's own token log-probabilities (`a2c.metrics.whitebox`), where a run has them
+    ("maximum_sequence_probability", Measure(_msp, "uncertainty", "tokens", "MSP", per_answer=True)),
+    ("perplexity", Measure(_log_perplexity, "uncertainty", "tokens", "PPL", per_answer=True)),
 ):
     UNCERTAINTY_MEASURES.register(_name)(_measure)

@@ -143,6 +143,9 @@ class VariationConfig(StrictModel):
     short_max_tokens: int = Field(16, ge=1)
     # None: the form checks alone (the paper's); written only when set, so older configs resolve unchanged
     meaning_check: MeaningCheckConfig | None = Field(None, exclude_if=lambda v: v is None)
+    # ask the generator for each long answer's token log-probabilities (k top alternatives; 0: the chosen
+    # tokens only), for the white-box uncertainty measures; None: none asked (the paper's)
+    logprobs: int | None = Field(None, ge=0, le=20, exclude_if=lambda v: v is None)
 
     @field_validator("temperatures")
     @classmethod

@@ -4,7 +4,10 @@ set, from the matrices the judges stage stored: no model, a few eigendecompositi
 Which judge feeds which measure follows the measure's `statistic`: a similarity measure takes the matrix of
 every judge whose higher score means more alike (not `contra`, whose matrix is a contradiction
 probability); an equivalence measure takes every judge's both-ways decisions (`Judge.equivalent`); KLE's
-NLI graph needs the `entail` and `contra` judges together and is keyed `entail+contra`.
+NLI graph needs the `entail` and `contra` judges together and is keyed `entail+contra`. A white-box
+measure (statistic "tokens") reads the set's answers' chosen-token log-probabilities instead, keyed
+`tokens`, where every answer of the set has them (a run with `variation.logprobs`, or a samples file
+that gives them).
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import numpy as np
 
 from a2c.judges import Judge
 from a2c.metrics.matrices import same_shape
-from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, MatrixStack, Statistic, nli_weights
+from a2c.metrics.uncertainty import UNCERTAINTY_MEASURES, MatrixStack, Measure, Statistic, nli_weights
 
 NLI_PAIR = ("entail", "contra")
 NLI_GRAPH = "+".join(NLI_PAIR)
+TOKENS = "tokens"  # the key of a white-box measure's values (it reads no judge)
+TokenSet = Sequence[np.ndarray] | None  # a set's answers' chosen-token log-probabilities; None: not all given
 
 Matrices = Mapping[str, np.ndarray]  # judge name → the set's matrix
 Inputs = Iterator[tuple[str, np.ndarray]]  # (judge or graph key, what the measure is computed on)
@@ -62,8 +67,8 @@ def _stacks(statistic: Statistic, inputs: list[tuple[int, str, np.ndarray]]) -> 
             for members in same_shape([matrix for _, _, matrix in inputs])]
 
 
-def chunk_measures(sets: Sequence[tuple[Matrices, Matrices]], judges: Mapping[str, Judge]
-                   ) -> list[tuple[PerSet, PerAnswer]]:
+def chunk_measures(sets: Sequence[tuple[Matrices, Matrices]], judges: Mapping[str, Judge],
+                   tokens: Sequence[TokenSet] | None = None) -> list[tuple[PerSet, PerAnswer]]:
     """(per-set values, per-answer values) of each set, given as (its judges' matrices, their decisions
     (`Judge.equivalent`)); None below two answers. Every measure runs over stacks of the sets' same-size
     matrices (`MatrixStack`), and a statistic's stacks are made once for all the measures that read them:
@@ -72,6 +77,9 @@ def chunk_measures(sets: Sequence[tuple[Matrices, Matrices]], judges: Mapping[st
     per_answer: list[dict[str, dict[str, Any]]] = [{} for _ in sets]
     stacked: dict[Statistic, tuple[list[Where], Stacks]] = {}
     for name, measure in UNCERTAINTY_MEASURES.items(as_registered=True):  # the order the rows keep
+        if measure.statistic == "tokens":
+            _token_measure(name, measure, tokens or [None] * len(sets), per_answer)
+            continue
         if measure.statistic not in stacked:
             inputs = [(i, key, np.asarray(statistic)) for i, (matrices, equivalent) in enumerate(sets)
                       for key, statistic in STATISTICS[measure.statistic](matrices, judges, equivalent)]
@@ -88,6 +96,27 @@ def chunk_measures(sets: Sequence[tuple[Matrices, Matrices]], judges: Mapping[st
     # a measure none of a set's matrices feeds (KLE without NLI judges) is left out of its rows
     return [({m: v for m, v in ps.items() if v}, {m: v for m, v in pa.items() if v})
             for ps, pa in zip(per_set, per_answer, strict=True)]
+
+
+def _token_measure(name: str, measure: Measure, tokens: Sequence[TokenSet], per_answer: list[dict[str, Any]]
+                   ) -> None:
+    """A white-box measure (one value per answer) of every set of two answers or more whose answers all
+    have log-probabilities, all sets in one call; a set with an answer of no tokens (a value that is not
+    finite) has none. Sets without log-probabilities get no entry, so a run without them writes what it
+    wrote before these measures existed."""
+    if not measure.per_answer:
+        raise ValueError(f"uncertainty measure {name!r}: a token measure gives one value per answer")
+    given = [i for i, t in enumerate(tokens) if t is not None and len(t) >= 2]
+    if not given:
+        return
+    answers = [np.asarray(a, dtype=np.float64) for i in given for a in tokens[i] or ()]
+    values = np.asarray(measure.function(answers), dtype=np.float64)
+    at = 0
+    for i in given:
+        n = len(tokens[i] or ())
+        part, at = values[at:at + n], at + n
+        per_answer[i].setdefault(name, {})[TOKENS] = [float(v) for v in part] \
+            if bool(np.isfinite(part).all()) else None
 
 
 def set_measures(matrices: Matrices, judges: Mapping[str, Judge], equivalent: Matrices | None = None

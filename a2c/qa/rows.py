@@ -78,6 +78,9 @@ class GenerationRow(Row):
     asked: str  # the question as the model saw it
     long: str
     short: str
+    # the long answer's chosen-token log-probabilities (`variation.logprobs`, or a samples file's); absent
+    # from the file when not asked for, so older runs' rows read as written
+    token_logprobs: list[float] | None = Field(None, exclude_if=lambda v: v is None)
 
     def answer(self, field: AnswerField) -> str:
         return self.short if field == "short" else self.long

@@ -25,7 +25,7 @@ from a2c.run.runfiles import Row, RowsFile
 from a2c.run.stage import DATASET, Slice, Stage, StageStats
 
 GIVEN = "given"  # the technique of a paraphrase the file gives (no prompt made it)
-LAYOUT_VERSION = 1  # how samples become rows: a change re-runs the stage
+LAYOUT_VERSION = 2  # how samples become rows: a change re-runs the stage (2: log-probabilities in the rows)
 
 
 class TokenLogprobsRow(Row):
@@ -81,7 +81,8 @@ def _rows(record: SampledRecord) -> tuple[ParaphraseRow, list[GenerationRow], li
             generations.append(GenerationRow(id=record.id, source=sample.source, slot=slot, technique=None,
                                              temperature=sample.temperature,
                                              asked=sample.paraphrase or record.question, long=sample.text,
-                                             short=sample.text))
+                                             short=sample.text, token_logprobs=None if sample.logprobs is None
+                                             else list(sample.logprobs)))
             if sample.logprobs is not None:
                 logprobs.append(TokenLogprobsRow(id=record.id, source=sample.source, slot=slot,
                                                  logprobs=list(sample.logprobs)))

@@ -32,7 +32,7 @@ from a2c.qa.correctness.accuracy import accuracy_columns, uses_run_generator
 from a2c.qa.data import QARecord
 from a2c.qa.data.samples import main_answers
 from a2c.qa.meaning import meaning_check
-from a2c.qa.measures import chunk_measures
+from a2c.qa.measures import TokenSet, chunk_measures
 from a2c.qa.metric_columns import compute_columns, computed_columns
 from a2c.qa.rank import ask_to_choose
 from a2c.qa.report import REPORT_FILES, write_report
@@ -75,6 +75,7 @@ from a2c.run.store import Store, append_rows
 from a2c.system.progress import status
 
 Sets = dict[str, dict[Source, list[str]]]  # question id → source → answer texts
+Tokens = dict[tuple[str, Source], list[np.ndarray]]  # (id, source) → the answers' token log-probabilities
 
 
 @dataclass
@@ -166,7 +167,9 @@ def variation_slice(config: ExperimentConfig) -> Slice:
 def answers_slice(config: ExperimentConfig) -> Slice:
     return {"generator": generator_slice(config.generator), "seed": config.seed,
             **config.variation.model_dump(include={"paraphrase_temperature", "temperatures", "top_p",
-                                                   "samples", "long_max_tokens", "short_max_tokens"})}
+                                                   "samples", "long_max_tokens", "short_max_tokens"}),
+            # only when asked for, so runs without log-probabilities keep their keys
+            **({"logprobs": config.variation.logprobs} if config.variation.logprobs is not None else {})}
 
 
 # judge options that change no score: where scores are cached, how many go per batch, where they are cut,
@@ -299,10 +302,11 @@ def _answer_rows(ctx: QAContext) -> Iterator[GenerationRow]:
             tasks += samples
             slots += [(q.id, "temperature", slot, None) for slot in range(len(samples))]
         answers = answer(ctx.generator, tasks, long_max_tokens=var.long_max_tokens,
-                         short_max_tokens=var.short_max_tokens)
+                         short_max_tokens=var.short_max_tokens, logprobs=var.logprobs)
         yield from (GenerationRow(id=qid, source=source, slot=slot, technique=technique,
                                   temperature=task.temperature, asked=task.question, long=a.long,
-                                  short=a.short)
+                                  short=a.short, token_logprobs=None if a.token_logprobs is None
+                                  else list(a.token_logprobs))
                     for (qid, source, slot, technique), task, a in zip(slots, tasks, answers, strict=True))
 
 
@@ -316,10 +320,21 @@ def _ids(questions: Iterable[Question]) -> list[str]:
 
 def _before_sets(ctx: QAContext, chunk: list[Question], generations: ItemRows[GenerationRow]) -> Sets:
     """Y_c and Y_t of a chunk of questions, as texts of the configured answer field."""
+    return _before_sets_and_tokens(ctx, chunk, generations)[0]
+
+
+def _before_sets_and_tokens(ctx: QAContext, chunk: list[Question], generations: ItemRows[GenerationRow]
+                            ) -> tuple[Sets, Tokens]:
+    """Y_c and Y_t of a chunk of questions, with each set's answers' chosen-token log-probabilities where
+    every answer of the set has them (the white-box measures' input; absent otherwise)."""
     sets = _empty_sets(chunk)
+    given: dict[tuple[str, Source], list[list[float] | None]] = {}
     for row in generations.rows(_ids(chunk)):
         sets[row.id][row.source].append(row.answer(ctx.config.variation.answer_field))
-    return sets
+        given.setdefault((row.id, row.source), []).append(row.token_logprobs)
+    tokens = {key: [np.asarray(lp, dtype=np.float64) for lp in lps if lp is not None]
+              for key, lps in given.items() if all(lp is not None for lp in lps)}
+    return sets, tokens
 
 
 def _after_sets(chunk: list[Question], choices: ItemRows[ChoiceRow]) -> Sets:
@@ -333,14 +348,15 @@ def _after_sets(chunk: list[Question], choices: ItemRows[ChoiceRow]) -> Sets:
 
 
 @contextmanager
-def _phase_sets(ctx: QAContext, phase: Phase) -> Iterator[Callable[[list[Question]], Sets]]:
-    """The sets of a phase, a chunk of questions at a time: the run's answers are never all held."""
+def _phase_sets(ctx: QAContext, phase: Phase) -> Iterator[Callable[[list[Question]], tuple[Sets, Tokens]]]:
+    """The sets of a phase, a chunk of questions at a time: the run's answers are never all held. Only the
+    answers before A2C have token log-probabilities (A2C's choices are rank replies)."""
     if phase == "before":
         with ctx.store.item_rows(GENERATIONS, _ids(ctx.questions)) as generations:
-            yield lambda chunk: _before_sets(ctx, chunk, generations)
+            yield lambda chunk: _before_sets_and_tokens(ctx, chunk, generations)
     else:
         with ctx.store.item_rows(CHOICES, _ids(ctx.questions)) as choices:
-            yield lambda chunk: _after_sets(chunk, choices)
+            yield lambda chunk: (_after_sets(chunk, choices), {})
 
 
 def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:
@@ -348,7 +364,7 @@ def _run_judges(ctx: QAContext, stats: StageStats, phase: Phase) -> None:
     judges = ctx.judges()
     with ctx.store.matrix_writer(MATRICES[phase]) as write, _phase_sets(ctx, phase) as sets_of:
         for chunk in ctx.chunks(f"judges ({phase})", ctx.questions):
-            sets = sets_of(chunk)
+            sets, _ = sets_of(chunk)
             keys = [(q, s) for q in chunk for s in SOURCES]
             matrices: dict[MatrixKey, np.ndarray] = {}
             for name, judge in judges.items():
@@ -457,7 +473,7 @@ class _SetFields(NamedTuple):
 
 
 def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets, matrices: MatrixSet,
-                 selection: SelectionAccuracy, picks: list[SelectionRow]
+                 selection: SelectionAccuracy, picks: list[SelectionRow], tokens: Tokens | None = None
                  ) -> tuple[list[MetricRow], list[UncertaintyRow]]:
     """The metric and uncertainty rows of one phase for a chunk of questions; before A2C, also the accuracy of
     the chunk's `picks` and what a random pick from each set would be (into `selection`)."""
@@ -482,6 +498,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
     # (`chunk_judge_scores`, `chunk_measures`): each set's matrices and decisions are gathered first
     judged_sets: list[tuple[np.ndarray, np.ndarray, list[bool] | None]] = []
     measured: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+    token_sets: list[TokenSet] = []
     rows: list[_SetFields] = []
     for q in chunk:
         for s in SOURCES:
@@ -496,6 +513,7 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
             judged = {name: AnswerSet(texts, set_matrices[name], decisions[name]) for name in judges}
             judged_sets.extend((set_matrices[name], decisions[name], accurate) for name in judges)
             measured.append((set_matrices, decisions))
+            token_sets.append((tokens or {}).get((q.id, s)))
             rows.append(_SetFields(q.id, s, len(texts), accurate, cons_lex(texts),
                                    {sim: next(means[sim]) for sim in per_sim},
                                    compute_columns(extra, texts, judged)))
@@ -512,7 +530,8 @@ def _metric_rows(ctx: QAContext, phase: Phase, chunk: list[Question], sets: Sets
                              accuracy=row.accuracy, extra=row.extra) for row in rows]
     uncertainty = [UncertaintyRow(id=row.id, source=row.source, phase=phase, accurate=row.accurate,
                                   sets=per_set, answers=per_answer)
-                   for row, (per_set, per_answer) in zip(rows, chunk_measures(measured, judges), strict=True)]
+                   for row, (per_set, per_answer) in zip(rows, chunk_measures(measured, judges, token_sets),
+                                                         strict=True)]
     return metric_rows, uncertainty
 
 
@@ -546,8 +565,9 @@ def run_metrics(ctx: QAContext, stats: StageStats) -> None:
             with ctx.store.matrix_reader(MATRICES[p]) as reader, _phase_sets(ctx, p) as sets_of:
                 for chunk in ctx.chunks(f"metrics ({p})", ctx.questions):
                     matrices = reader.read({q.id for q in chunk})
-                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets_of(chunk), matrices, selection,
-                                                     picks.rows(_ids(chunk)) if p == "before" else [])
+                    sets, tokens = sets_of(chunk)
+                    rows, uncertainty = _metric_rows(ctx, p, chunk, sets, matrices, selection,
+                                                     picks.rows(_ids(chunk)) if p == "before" else [], tokens)
                     append_rows(METRICS, metrics_out, rows)
                     append_rows(UNCERTAINTY, uncertainty_out, uncertainty)
     ctx.store.write_rows(SELECTION_SCORES, _selection_scores(ctx, selection))

@@ -622,7 +622,10 @@ def answer_groups(uncertainty: UncertaintyColumns | None) -> Iterator[tuple[Key,
                 kept = np.isin(owners, mine)
                 with_values = np.unique(owners[kept])
                 labels = uncertainty.accurate[np.isin(uncertainty.accurate_rows, with_values)]
-                yield ((f"{measure_label(measure)} ({graph_label(graph)}, per answer)", source, phase),
+                # an uncertainty (the white-box ones) is negated into a confidence, and named so: `-MSP`
+                sign = "-" if measure in UNCERTAINTY_MEASURES \
+                    and UNCERTAINTY_MEASURES.get(measure).kind == "uncertainty" else ""
+                yield ((f"{sign}{measure_label(measure)} ({graph_label(graph)}, per answer)", source, phase),
                        (Groups.per_answer(_confidence(measure, values[kept]), labels), owners[kept]))
 
 

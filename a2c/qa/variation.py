@@ -28,6 +28,7 @@ class AnswerTask:
 class Answer:
     long: str
     short: str
+    token_logprobs: tuple[float, ...] | None = None  # the long answer's, where asked for and given
 
 
 def temperature_tasks(questions: Sequence[str], temperatures: Sequence[float], *, top_p: float = 0.95,
@@ -56,20 +57,25 @@ def _first_line(text: str) -> str:
 
 def answer(generator: Generator, tasks: Sequence[AnswerTask], *, long_max_tokens: int = 96,
            short_max_tokens: int = 16, long_template: str = "long_answer",
-           short_template: str = "answer") -> list[Answer]:
+           short_template: str = "answer", logprobs: int | None = None) -> list[Answer]:
     """Long answers (one batched call, each task's own sampling), then short answers extracted greedily
     from them with the few-shot answer prompt (a second batched call). A short answer is the reply's
     first line, so its generation stops at the first newline instead of running on (a reply that opens
     with a newline — none in 3,154 SmolLM2 replies — gives an empty short answer, which the judges handle).
     A task's context (a passage, a story) is shown before its question in the long-answer prompt only: the
-    short answer is read off the long one."""
+    short answer is read off the long one. `logprobs` (k, 0 for the chosen tokens only) asks for the long
+    answers' token log-probabilities: each Answer keeps the chosen tokens' (None where the backend gave
+    none); the request is the same call, so asking costs no extra one."""
     long_tmpl, short_tmpl = load_template(long_template), load_template(short_template)
-    longs = [g.text.strip() for g in generator.generate([
+    generated = generator.generate([
         GenerationRequest(messages=with_context(long_tmpl.messages(question=t.question), t.context),
-                          temperature=t.temperature,
-                          top_p=t.top_p, seed=t.seed, max_tokens=long_max_tokens) for t in tasks])]
+                          temperature=t.temperature, top_p=t.top_p, seed=t.seed, max_tokens=long_max_tokens,
+                          logprobs=logprobs) for t in tasks])
+    longs = [g.text.strip() for g in generated]
+    chosen = [None if logprobs is None or g.completions[0].token_logprobs is None
+              else tuple(g.completions[0].token_logprobs) for g in generated]
     shorts = [_first_line(g.text) for g in generator.generate([
         GenerationRequest(messages=short_tmpl.messages(context=long, question=t.question), temperature=0.0,
                           max_tokens=short_max_tokens, stop=("\n",))
         for t, long in zip(tasks, longs, strict=True)])]
-    return [Answer(long, short) for long, short in zip(longs, shorts, strict=True)]
+    return [Answer(long, short, lp) for long, short, lp in zip(longs, shorts, chosen, strict=True)]

@@ -236,7 +236,7 @@ def test_selection_is_a2c_by_default_and_takes_names_or_options():
     assert parse_config(dumped) == config
     # A2C off: the default picks nothing (a run without A2C stays valid) ...
     assert _config(a2c={"enabled": False}).selection_methods == []
-    assert set(SELECTION_METHODS.names()) == {"a2c", "usc", "medoid", "majority_cluster", "random"}
+    assert set(SELECTION_METHODS.names()) == {"a2c", "usc", "medoid", "majority_cluster", "main", "random"}
 
 
 @pytest.mark.parametrize(("lines", "message"), [

@@ -99,3 +99,25 @@ def test_a_samples_file_with_log_probabilities_gets_the_whitebox_signals(tmp_pat
     found = [r.answers["maximum_sequence_probability"]["tokens"] for r in store.iter_rows(UNCERTAINTY)
              if r.source == "temperature"]
     assert found[0] == pytest.approx([0.3, 0.4, 0.5])
+
+
+def test_a_server_without_log_probabilities_is_refused_in_one_line_naming_it(tmp_path, capsys):
+    from a2c.cli import main
+    from tests.fake_openai import SlowServer
+
+    server = SlowServer()  # answers every request, with no `logprobs` in its choices
+    try:
+        config = tmp_path / "c.yaml"
+        config.write_text(
+            "name: nolp\ndataset: {name: quickstart}\nlimit: 1\njudges: [exact]\n"
+            "accuracy: {similarities: [rouge1]}\nask_to_choose: {enabled: false}\n"
+            f"variation: {{logprobs: 0, techniques: [synonyms], temperatures: [0.5]}}\n"
+            f"generator: {{backend: openai, model: m, base_urls: ['{server.url}'], cache: null, "
+            "max_retries: 0}\n", encoding="utf-8")
+        assert main(["run", str(config), "--output", str(tmp_path / "run"), "--no-progress"]) != 0
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if "log-probabilities" in line)
+    assert server.url in line and "variation.logprobs" in line and "MSP" in line
+    assert "Traceback" not in err

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from a2c.common.errors import A2CError
 from a2c.common.seeds import stable_seed
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
@@ -66,7 +67,7 @@ from a2c.qa.selection import SelectionInputs, method_judges, method_settings, se
 from a2c.qa.selection_accuracy import SelectionAccuracy
 from a2c.qa.summary import SCHEMA_VERSION as SUMMARY_SCHEMA
 from a2c.qa.summary import summarize_metrics
-from a2c.qa.variation import AnswerTask, answer, temperature_tasks
+from a2c.qa.variation import Answer, AnswerTask, answer, temperature_tasks
 from a2c.qa.vote import PositionPrior
 from a2c.run.itemrows import ItemRows
 from a2c.run.runfiles import MatrixKey, MatrixSet, RunFileError
@@ -303,11 +304,30 @@ def _answer_rows(ctx: QAContext) -> Iterator[GenerationRow]:
             slots += [(q.id, "temperature", slot, None) for slot in range(len(samples))]
         answers = answer(ctx.generator, tasks, long_max_tokens=var.long_max_tokens,
                          short_max_tokens=var.short_max_tokens, logprobs=var.logprobs)
+        if var.logprobs is not None:
+            _check_logprobs_given(ctx, answers)
         yield from (GenerationRow(id=qid, source=source, slot=slot, technique=technique,
                                   temperature=task.temperature, asked=task.question, long=a.long,
                                   short=a.short, token_logprobs=None if a.token_logprobs is None
                                   else list(a.token_logprobs))
                     for (qid, source, slot, technique), task, a in zip(slots, tasks, answers, strict=True))
+
+
+class LogprobsNotGivenError(A2CError):
+    """`variation.logprobs` asked for token log-probabilities and the generator gave none."""
+
+
+def _check_logprobs_given(ctx: QAContext, answers: list[Answer]) -> None:
+    """A run that asks for log-probabilities stops, in one line, at the first chunk whose answers came back
+    without them: its white-box measures would be missing from every table without a word."""
+    missing = sum(a.token_logprobs is None for a in answers)
+    if missing:
+        where = ", ".join(getattr(ctx.config.generator, "base_urls", ())) or ctx.config.generator.backend
+        raise LogprobsNotGivenError(
+            f"the {ctx.generator.backend} generator ({ctx.generator.model} at {where}) returned no token "
+            f"log-probabilities for {missing} of {len(answers)} answers; variation.logprobs asks for them "
+            "for the white-box measures (MSP, PPL)",
+            hint="use a server or backend that returns log-probabilities, or drop variation.logprobs")
 
 
 def _empty_sets(chunk: list[Question]) -> Sets:

@@ -185,8 +185,20 @@ def default_label(config: ExperimentConfig) -> str:
     Returns:
         The selection method whose picks `a2c calibrate` labels by default.
     """
-    names = [spec.name for spec in config.selection_methods]
-    return A2C_LABEL if A2C_LABEL in names or "main" not in names else "main"
+    return label_of([spec.name for spec in config.selection_methods])
+
+
+def label_of(methods: Sequence[str]) -> str:
+    """Whose picks are labelled among the selection methods a run has: A2C's where it has them, else a
+    samples run's main answers (`main`), else A2C's (whose absence the caller then reports).
+
+    Args:
+        methods: selection method names.
+
+    Returns:
+        `a2c` or `main`.
+    """
+    return A2C_LABEL if A2C_LABEL in methods or "main" not in methods else "main"
 
 
 def run_units(store: Store, source: Source, similarity: str, *, judges: Sequence[str], entropy_judge: str,

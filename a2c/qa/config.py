@@ -330,23 +330,23 @@ class A2CConfig(StrictModel):
         return registered(VOTES, vote)
 
 
-def _local_dataset(data: Data) -> bool:
-    """`dataset.path` is a file unless the dataset is read from the hub (`hf`: owner/name)."""
+def _read_locally(section: Any) -> bool:
+    """A dataset section's `path` is a file unless its dataset is read from the hub (`hf`: owner/name)."""
     from a2c.qa.data import DATASETS  # the loaders' registry, when a config with a dataset path is read
 
-    dataset = data.get("dataset")
-    name = dataset.get("name") if isinstance(dataset, dict) else None
+    name = section.get("name") if isinstance(section, dict) else None
     return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
+
+
+def _local_dataset(data: Data) -> bool:
+    """`dataset.path` is a file unless the dataset is read from the hub."""
+    return _read_locally(data.get("dataset"))
 
 
 def _local_references(data: Data) -> bool:
     """`dataset.references.path` is a file unless that dataset is read from the hub."""
-    from a2c.qa.data import DATASETS
-
     dataset = data.get("dataset")
-    refs = dataset.get("references") if isinstance(dataset, dict) else None
-    name = refs.get("name") if isinstance(refs, dict) else None
-    return not (isinstance(name, str) and name in DATASETS and DATASETS.get(name).path_kind == "hub")
+    return _read_locally(dataset.get("references") if isinstance(dataset, dict) else None)
 
 
 # the QA config keys that hold paths besides the core's, read from the config file's folder

@@ -30,6 +30,7 @@ from a2c.qa.calibration import (
     Units,
     cross_fitted,
     default_similarity,
+    label_of,
     units_of,
 )
 from a2c.qa.columns import MetricColumns, UncertaintyColumns
@@ -63,9 +64,7 @@ class SignalDecline:
 def run_label(run: RunColumns | str) -> str:
     """Whose picks the section labels: A2C's, or a samples run's main answers where A2C picked none (as
     `a2c calibrate` defaults)."""
-    if isinstance(run, str) or A2C_LABEL in run.picks.methods or "main" not in run.picks.methods:
-        return A2C_LABEL
-    return "main"
+    return A2C_LABEL if isinstance(run, str) else label_of(run.picks.methods)
 
 
 def source_units(run: RunColumns | str, summary: QASummary, label: str = A2C_LABEL

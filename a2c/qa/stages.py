@@ -22,6 +22,7 @@ from a2c.common.errors import A2CError
 from a2c.common.seeds import stable_seed
 from a2c.judges import JUDGES, Judge, JudgeSpec, build_judge
 from a2c.judges.presets import judge_options
+from a2c.llm.base import Generator
 from a2c.llm.config import generator_slice
 from a2c.metrics import cons_lex
 from a2c.metrics.set_metrics import AnswerSet, computed_metrics
@@ -108,13 +109,18 @@ class QAContext(RunContext[ExperimentConfig]):
         and judges with a score cache share the run's cache file."""
         if not self._judges:
             for spec in self.config.judges:
-                options = spec.options
-                if JUDGES.get(spec.name).takes_run_generator and options.get("generator") is None:
-                    options["generator"] = self.generator
-                if "cache" in judge_options(spec.name):
-                    options.setdefault("cache", self.config.generator.cache)  # one cache file per run
-                self._judges[spec.name] = build_judge(spec.name, **options)
+                self._judges[spec.name] = self._build_judge(spec, self.generator)
         return self._judges
+
+    def _build_judge(self, spec: JudgeSpec, generator: Generator) -> Judge:
+        """A judge of the run: one that asks a model gets `generator` unless it names one, and one with a
+        score cache shares the run's cache file."""
+        options = spec.options
+        if JUDGES.get(spec.name).takes_run_generator and options.get("generator") is None:
+            options["generator"] = generator
+        if "cache" in judge_options(spec.name):
+            options.setdefault("cache", self.config.generator.cache)  # one cache file per run
+        return build_judge(spec.name, **options)
 
     @cached_property
     def meaning_judge(self) -> Judge:
@@ -126,12 +132,7 @@ class QAContext(RunContext[ExperimentConfig]):
                      if (spec.name, spec.options) == (check.judge.name, check.judge.options)), None)
         if same is not None:
             return self.judges()[same.name]
-        options = check.judge.options
-        if JUDGES.get(check.judge.name).takes_run_generator and options.get("generator") is None:
-            options["generator"] = self.aux
-        if "cache" in judge_options(check.judge.name):
-            options.setdefault("cache", self.config.generator.cache)
-        return build_judge(check.judge.name, **options)
+        return self._build_judge(check.judge, self.aux)
 
 
 def _digested(record: QARecord) -> dict[str, object]:
